@@ -1,0 +1,81 @@
+package v1alpha1
+
+// Condition types. Ready, Reconciling and Stalled follow the kstatus conventions so
+// that `kubectl wait --for=condition=Ready` and GitOps health checks understand both
+// kinds without custom code; the others say which part of the work is done.
+const (
+	// ConditionReady summarises the object: True when everything asked for is in place.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the operator is still working towards the spec.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a human: retrying will not help.
+	ConditionStalled = "Stalled"
+	// ConditionProvisioned is True when the bucket exists and is owned by this claim.
+	ConditionProvisioned = "Provisioned"
+	// ConditionConfigured is True when versioning, tags, lifecycle, public access and
+	// policy on the bucket match the spec.
+	ConditionConfigured = "Configured"
+	// ConditionAvailable carries the verdict of the last health probe of the bucket.
+	ConditionAvailable = "Available"
+)
+
+// Condition reasons: CamelCase, specific enough that a person knows what to do next.
+const (
+	ReasonReady                    = "Ready"
+	ReasonProgressing              = "Progressing"
+	ReasonSuspended                = "Suspended"
+	ReasonBucketCreated            = "BucketCreated"
+	ReasonBucketAdopted            = "BucketAdopted"
+	ReasonBucketBound              = "BucketBound"
+	ReasonBucketRecreated          = "BucketRecreated"
+	ReasonBucketNotOwned           = "BucketNotOwned"
+	ReasonOwnedByAnotherClaim      = "OwnedByAnotherClaim"
+	ReasonBucketNameTaken          = "BucketNameTaken"
+	ReasonBucketNotEmpty           = "BucketNotEmpty"
+	ReasonPurging                  = "Purging"
+	ReasonDeleting                 = "Deleting"
+	ReasonConfigApplied            = "ConfigApplied"
+	ReasonNotSupportedByStore      = "NotSupportedByStore"
+	ReasonConfigFailed             = "ConfigFailed"
+	ReasonObjectStoreNotFound      = "ObjectStoreNotFound"
+	ReasonObjectStoreNotReady      = "ObjectStoreNotReady"
+	ReasonNamespaceNotAllowed      = "NamespaceNotAllowed"
+	ReasonCredentialsMissing       = "CredentialsMissing"
+	ReasonCredentialsInvalid       = "CredentialsInvalid"
+	ReasonAccessDenied             = "AccessDenied"
+	ReasonStoreUnreachable         = "StoreUnreachable"
+	ReasonTLSError                 = "TLSError"
+	ReasonThrottled                = "Throttled"
+	ReasonConnectionSecretConflict = "ConnectionSecretConflict"
+	ReasonInUse                    = "InUse"
+	ReasonProbeSucceeded           = "ProbeSucceeded"
+	ReasonProbeFailed              = "ProbeFailed"
+	ReasonProbeTimeout             = "ProbeTimeout"
+	ReasonBucketNotFound           = "BucketNotFound"
+	ReasonNotProbed                = "NotProbed"
+)
+
+// Labels, annotations, tags and finalizers the operator owns.
+const (
+	// Finalizer keeps a StorageBucket (or an ObjectStore in use) until its deletion
+	// policy has been carried out against the store.
+	Finalizer = "bucketkeeper.io/finalizer"
+
+	// TagClaim and TagUID mark a bucket as owned by one StorageBucket. Only a bucket
+	// carrying both for this claim counts as "already ours"; a released bucket keeps
+	// TagClaim but loses TagUID, so only a claim with the same namespace/name re-binds.
+	TagClaim = "bucketkeeper.io/claim"
+	TagUID   = "bucketkeeper.io/uid"
+
+	// ReservedTagPrefix is the tag-key prefix users may not set themselves.
+	ReservedTagPrefix = "bucketkeeper.io/"
+
+	// AnnotationProbeRequestedAt asks for an immediate probe when its value changes
+	// (the same convention as Flux's reconcile.fluxcd.io/requestedAt).
+	AnnotationProbeRequestedAt = "bucketkeeper.io/probe-requested-at"
+
+	// LabelManagedBy marks the Secrets the operator writes; the manager's cache
+	// selects Secrets by it so it never caches every Secret in the cluster.
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "bucketkeeper"
+)

@@ -1,0 +1,153 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ObjectStoreSpec describes how to reach one S3-compatible store and who may use it.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.caBundle) && has(self.insecureSkipTLSVerify) && self.insecureSkipTLSVerify)",message="caBundle and insecureSkipTLSVerify cannot both be set: either trust the given CA or skip verification"
+type ObjectStoreSpec struct {
+	// Endpoint is the store's S3 URL, e.g. https://s3.example.com:9000. Empty means AWS S3,
+	// whose endpoint the SDK derives from the region.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http:// or https:// URL with a host, e.g. https://s3.example.com"
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Region buckets are created in when a StorageBucket names none.
+	// +optional
+	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	Region string `json:"region,omitempty"`
+
+	// ForcePathStyle addresses buckets as endpoint/bucket instead of bucket.endpoint;
+	// most self-hosted stores (SeaweedFS, MinIO, Versity, Ceph RGW) need it.
+	// +optional
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+
+	// CABundle is a PEM bundle of certificate authorities trusted for this endpoint,
+	// in addition to nothing else: when set, the system roots are not used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN CERTIFICATE-----')",message="caBundle must be PEM: one or more -----BEGIN CERTIFICATE----- blocks"
+	CABundle string `json:"caBundle,omitempty"`
+
+	// InsecureSkipTLSVerify turns TLS certificate verification off. Only for tests.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+
+	// CredentialsSecretRef names the Secret with the operator's own credentials for
+	// this store, under keys accessKeyID and secretAccessKey (and optional
+	// sessionToken). Absent means the SDK's default chain (IRSA, pod identity, env).
+	// These credentials are never copied into connection Secrets.
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// ApplicationCredentialsSecretRef names a Secret with credentials meant for
+	// applications (same keys). When set, they are copied into every connection
+	// Secret of buckets on this store; when absent, connection Secrets carry no keys.
+	// +optional
+	ApplicationCredentialsSecretRef *SecretReference `json:"applicationCredentialsSecretRef,omitempty"`
+
+	// AllowedNamespaces selects the namespaces whose StorageBuckets may use this store
+	// by their labels. Absent allows every namespace; an empty selector ({}) too.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="allowedNamespaces.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
+	AllowedNamespaces *metav1.LabelSelector `json:"allowedNamespaces,omitempty"`
+
+	// BucketNamePrefix starts every bucket name derived for this store, so that
+	// several clusters or environments can share one account without collisions.
+	// +optional
+	// +kubebuilder:validation:MaxLength=24
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9-]*$')",message="bucketNamePrefix may contain only lowercase letters, digits and '-', and must start with a letter or digit"
+	BucketNamePrefix string `json:"bucketNamePrefix,omitempty"`
+
+	// HealthCheck configures the cheap store-level probe behind the Ready condition.
+	// +optional
+	// +kubebuilder:default={}
+	HealthCheck StoreHealthCheck `json:"healthCheck,omitempty"`
+
+	// RequestsPerSecond is the steady S3 request budget the operator may spend on this
+	// store, shared by provisioning and probes of all its buckets.
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	RequestsPerSecond int32 `json:"requestsPerSecond,omitempty"`
+
+	// Burst is how many requests may go out at once above the steady budget.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// SecretReference names a Secret in a given namespace.
+type SecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// StoreHealthCheck configures the store-level health check.
+type StoreHealthCheck struct {
+	// Interval between two store health checks (a signed ListBuckets).
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="healthCheck.interval must be a duration such as 30s or 5m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || (duration(self) >= duration('5s') && duration(self) <= duration('1h'))",message="healthCheck.interval must be between 5s and 1h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// ObjectStoreStatus is the observed state of an ObjectStore.
+type ObjectStoreStatus struct {
+	// ObservedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (store reachable with valid credentials), Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastHealthCheckTime is when the store last answered its health check.
+	// +optional
+	LastHealthCheckTime *metav1.Time `json:"lastHealthCheckTime,omitempty"`
+}
+
+// ObjectStore is a connection to an S3-compatible store, owned by the platform team.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ostore,categories=bucketkeeper
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ObjectStore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ObjectStoreSpec   `json:"spec,omitempty"`
+	Status ObjectStoreStatus `json:"status,omitempty"`
+}
+
+// ObjectStoreList is a list of ObjectStores.
+//
+// +kubebuilder:object:root=true
+type ObjectStoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ObjectStore `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ObjectStore{}, &ObjectStoreList{})
+}

@@ -1,0 +1,292 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.bucketName) == has(oldSelf.bucketName) && (!has(self.bucketName) || self.bucketName == oldSelf.bucketName)",message="bucketName cannot be added, changed or removed after creation: create a new StorageBucket for another bucket"
+type StorageBucketSpec struct {
+	// ObjectStoreRef names the ObjectStore the bucket lives on. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="objectStoreRef is immutable: a bucket cannot move to another store"
+	ObjectStoreRef ObjectStoreReference `json:"objectStoreRef"`
+
+	// BucketName is the bucket's name on the store. When absent, a name is derived
+	// from the store's bucketNamePrefix, the namespace and the name (with a short hash
+	// when it has to be shortened), so the same claim always maps to the same bucket.
+	// Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) >= 3",message="bucketName must be at least 3 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="bucketName may contain only lowercase letters, digits, '.' and '-', and must start and end with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="bucketName must not contain two adjacent periods"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')",message="bucketName must not be formatted as an IPv4 address"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('xn--') && !self.startsWith('sthree-')",message="bucketName must not start with 'xn--' or 'sthree-' (reserved by S3)"
+	// +kubebuilder:validation:XValidation:rule="!self.endsWith('-s3alias') && !self.endsWith('--ol-s3')",message="bucketName must not end with '-s3alias' or '--ol-s3' (reserved by S3)"
+	BucketName string `json:"bucketName,omitempty"`
+
+	// Region to create the bucket in; defaults to the store's region.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9-]*$')",message="region may contain only lowercase letters, digits and '-'"
+	Region string `json:"region,omitempty"`
+
+	// Versioning of the bucket's objects. Unset leaves it as it is; S3 cannot turn
+	// versioning off once enabled, only suspend it.
+	// +optional
+	Versioning VersioningState `json:"versioning,omitempty"`
+
+	// Tags set on the bucket, merged with the operator's ownership tags, which win.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 128)",message="tag keys must be 1 to 128 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values must be at most 256 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('bucketkeeper.io/') && !k.startsWith('aws:'))",message="tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"
+	Tags map[string]string `json:"tags,omitempty"`
+
+	// Lifecycle rules of the bucket. Removing them here removes them from the bucket.
+	// +optional
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+
+	// PublicAccess blocks (default) or allows public ACLs and policies on the bucket.
+	// +optional
+	// +kubebuilder:default=Blocked
+	PublicAccess PublicAccess `json:"publicAccess,omitempty"`
+
+	// Policy is the bucket policy document, as a JSON object.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Policy *apiextensionsv1.JSON `json:"policy,omitempty"`
+
+	// DeletionPolicy says what happens to the bucket when this object is deleted.
+	// Retain keeps it (released, so only a claim with the same namespace and name can
+	// bind it again); Delete deletes it only when it is empty; Purge deletes every
+	// object and version first.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Adoption says whether a pre-existing bucket without bucketkeeper ownership tags
+	// may be taken over. A bucket owned by another claim is never taken over.
+	// +optional
+	// +kubebuilder:default=Never
+	Adoption AdoptionPolicy `json:"adoption,omitempty"`
+
+	// Probe configures the bucket's health probe.
+	// +optional
+	// +kubebuilder:default={}
+	Probe ProbeSpec `json:"probe,omitempty"`
+
+	// ConnectionSecret configures the Secret that hands applications the bucket.
+	// +optional
+	ConnectionSecret ConnectionSecretSpec `json:"connectionSecret,omitempty"`
+
+	// Suspend stops all reconciliation and probing of this bucket until unset.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ObjectStoreReference names a cluster-scoped ObjectStore.
+type ObjectStoreReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// VersioningState is the versioning status of a bucket.
+// +kubebuilder:validation:Enum=Enabled;Suspended
+type VersioningState string
+
+const (
+	VersioningEnabled   VersioningState = "Enabled"
+	VersioningSuspended VersioningState = "Suspended"
+)
+
+// PublicAccess says whether public access to a bucket is blocked.
+// +kubebuilder:validation:Enum=Blocked;Allowed
+type PublicAccess string
+
+const (
+	PublicAccessBlocked PublicAccess = "Blocked"
+	PublicAccessAllowed PublicAccess = "Allowed"
+)
+
+// DeletionPolicy says what happens to a bucket when its StorageBucket is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete;Purge
+type DeletionPolicy string
+
+const (
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	DeletionPolicyPurge  DeletionPolicy = "Purge"
+)
+
+// AdoptionPolicy says whether an unowned pre-existing bucket may be taken over.
+// +kubebuilder:validation:Enum=Never;IfUnowned
+type AdoptionPolicy string
+
+const (
+	AdoptionNever     AdoptionPolicy = "Never"
+	AdoptionIfUnowned AdoptionPolicy = "IfUnowned"
+)
+
+// ProbeMode is how a bucket's health is probed.
+// +kubebuilder:validation:Enum=Head;ReadWrite
+type ProbeMode string
+
+const (
+	// ProbeModeHead sends one HeadBucket: cheap, proves the bucket exists and the
+	// credentials may see it.
+	ProbeModeHead ProbeMode = "Head"
+	// ProbeModeReadWrite writes, reads back and deletes a small canary object under
+	// .bucketkeeper/probe/: proves the data path works end to end.
+	ProbeModeReadWrite ProbeMode = "ReadWrite"
+)
+
+// Lifecycle holds a bucket's lifecycle rules.
+type Lifecycle struct {
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=100
+	Rules []LifecycleRule `json:"rules,omitempty"`
+}
+
+// LifecycleRule expires objects under a prefix.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.expirationDays) || has(self.noncurrentVersionExpirationDays) || has(self.abortIncompleteMultipartUploadDays)",message="a lifecycle rule needs at least one of expirationDays, noncurrentVersionExpirationDays or abortIncompleteMultipartUploadDays"
+type LifecycleRule struct {
+	// ID names the rule; unique within the bucket.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ID string `json:"id"`
+	// Prefix limits the rule to keys starting with it; empty means every object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix string `json:"prefix,omitempty"`
+	// ExpirationDays deletes current object versions this many days after creation.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ExpirationDays *int32 `json:"expirationDays,omitempty"`
+	// NoncurrentVersionExpirationDays deletes versions this many days after they
+	// stopped being current.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	NoncurrentVersionExpirationDays *int32 `json:"noncurrentVersionExpirationDays,omitempty"`
+	// AbortIncompleteMultipartUploadDays aborts multipart uploads left unfinished.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	AbortIncompleteMultipartUploadDays *int32 `json:"abortIncompleteMultipartUploadDays,omitempty"`
+}
+
+// ProbeSpec configures a bucket's health probe.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || !self.timeout.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || !self.interval.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self.timeout) < duration(self.interval)",message="probe.timeout must be shorter than probe.interval"
+type ProbeSpec struct {
+	// Interval between two probes, from 10s to 24h.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="probe.interval must be a duration such as 30s, 5m or 1h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="probe.interval must be between 10s and 24h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Timeout of one probe; shorter than the interval.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="probe.timeout must be a duration such as 5s or 1m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1s')",message="probe.timeout must be at least 1s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Mode of the probe: Head (default) or ReadWrite.
+	// +optional
+	// +kubebuilder:default=Head
+	Mode ProbeMode `json:"mode,omitempty"`
+}
+
+// ConnectionSecretSpec configures the connection Secret.
+type ConnectionSecretSpec struct {
+	// Name of the Secret; defaults to <storagebucket name>-bucket.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="connectionSecret.name must be a valid Secret name: lowercase letters, digits, '-' and '.'"
+	Name string `json:"name,omitempty"`
+}
+
+// StorageBucketStatus is the observed state of a StorageBucket.
+type StorageBucketStatus struct {
+	// ObservedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, Provisioned, Configured, Available.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// BucketName is the name of the bucket on the store.
+	// +optional
+	BucketName string `json:"bucketName,omitempty"`
+	// Endpoint is the store's S3 URL applications should use.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Region the bucket lives in.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// ConnectionSecretName is the Secret holding the connection details.
+	// +optional
+	ConnectionSecretName string `json:"connectionSecretName,omitempty"`
+
+	// Available is the verdict of the last probe; absent until the first one.
+	// +optional
+	Available *bool `json:"available,omitempty"`
+	// LastProbeTime is when the bucket was last probed. To spare the API server, it
+	// is written when the verdict changes and otherwise refreshed at most once per
+	// --status-heartbeat (default 5m); per-probe freshness is in the metrics.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// LastProbeLatency is how long the last written probe took.
+	// +optional
+	LastProbeLatency *metav1.Duration `json:"lastProbeLatency,omitempty"`
+	// ConsecutiveProbeFailures counts failed probes since the last success.
+	// +optional
+	ConsecutiveProbeFailures int32 `json:"consecutiveProbeFailures,omitempty"`
+	// LastHandledProbeRequest is the last value of the
+	// bucketkeeper.io/probe-requested-at annotation that was acted on.
+	// +optional
+	LastHandledProbeRequest string `json:"lastHandledProbeRequest,omitempty"`
+}
+
+// StorageBucket is a bucket on an S3-compatible store, claimed by an application.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=sb,categories=bucketkeeper
+// +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.status.bucketName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Last-Probe",type=date,JSONPath=`.status.lastProbeTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StorageBucket struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   StorageBucketSpec   `json:"spec"`
+	Status StorageBucketStatus `json:"status,omitempty"`
+}
+
+// StorageBucketList is a list of StorageBuckets.
+//
+// +kubebuilder:object:root=true
+type StorageBucketList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StorageBucket `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&StorageBucket{}, &StorageBucketList{})
+}
