@@ -1,0 +1,77 @@
+// Package naming derives bucket names from StorageBuckets and checks names against the
+// S3 bucket-naming rules that the CRD also enforces at admission.
+package naming
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+const (
+	maxBucketName = 63
+	hashLen       = 8
+)
+
+var (
+	invalidRun     = regexp.MustCompile(`[^a-z0-9]+`)
+	validCharset   = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`)
+	ipv4Shaped     = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$`)
+	reservedPrefix = []string{"xn--", "sthree-", "amzn-s3-demo-"}
+	reservedSuffix = []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"}
+)
+
+// BucketName returns the bucket name for a StorageBucket that names none itself.
+//
+// The name is readable (prefix, namespace and name joined by '-') and always ends in a
+// hash of the exact (prefix, namespace, name) triple. The hash is not only there for
+// truncation: joining with '-' is ambiguous ("a-b"+"c" and "a"+"b-c" read the same),
+// and two claims must never derive the same bucket. Nothing time- or random-based goes
+// in, so a repeated create collides with its own earlier work.
+func BucketName(prefix, namespace, name string) string {
+	sum := sha256.Sum256([]byte(prefix + "\x00" + namespace + "\x00" + name))
+	hash := hex.EncodeToString(sum[:])[:hashLen]
+
+	base := strings.Trim(invalidRun.ReplaceAllString(strings.ToLower(strings.Join([]string{prefix, namespace, name}, "-")), "-"), "-")
+	for _, p := range reservedPrefix {
+		if strings.HasPrefix(base, strings.TrimSuffix(p, "-")) {
+			base = "bk-" + base
+			break
+		}
+	}
+	if limit := maxBucketName - 1 - hashLen; len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-")
+	}
+	if base == "" {
+		base = "bucket"
+	}
+	return base + "-" + hash
+}
+
+// Validate reports why name is not a valid S3 bucket name, or nil. It mirrors the
+// CRD's admission rules so the derived names are held to the same standard.
+func Validate(name string) error {
+	switch {
+	case len(name) < 3 || len(name) > maxBucketName:
+		return fmt.Errorf("bucket name %q must be 3 to 63 characters long", name)
+	case !validCharset.MatchString(name):
+		return fmt.Errorf("bucket name %q may contain only lowercase letters, digits, '.' and '-', and must start and end with a letter or digit", name)
+	case strings.Contains(name, ".."):
+		return fmt.Errorf("bucket name %q must not contain two adjacent periods", name)
+	case ipv4Shaped.MatchString(name):
+		return fmt.Errorf("bucket name %q must not be formatted as an IPv4 address", name)
+	}
+	for _, p := range reservedPrefix {
+		if strings.HasPrefix(name, p) {
+			return fmt.Errorf("bucket name %q must not start with %q", name, p)
+		}
+	}
+	for _, s := range reservedSuffix {
+		if strings.HasSuffix(name, s) {
+			return fmt.Errorf("bucket name %q must not end with %q", name, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package naming
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBucketName(t *testing.T) {
+	cases := []struct {
+		prefix, namespace, name string
+		wantPrefix              string
+	}{
+		{"", "default", "photos", "default-photos-"},
+		{"dev", "default", "photos", "dev-default-photos-"},
+		{"", "team-a", "my.bucket", "team-a-my-bucket-"},
+		{"", "sthree", "x", "bk-sthree-x-"},
+		{"", "xn", "x", "bk-xn-x-"},
+		{"prod", strings.Repeat("n", 63), strings.Repeat("m", 253), "prod-" + strings.Repeat("n", 49)},
+	}
+	for _, tc := range cases {
+		got := BucketName(tc.prefix, tc.namespace, tc.name)
+		if !strings.HasPrefix(got, tc.wantPrefix) {
+			t.Errorf("BucketName(%q, %q, %q) = %q, want prefix %q", tc.prefix, tc.namespace, tc.name, got, tc.wantPrefix)
+		}
+		if err := Validate(got); err != nil {
+			t.Errorf("BucketName(%q, %q, %q): %v", tc.prefix, tc.namespace, tc.name, err)
+		}
+	}
+}
+
+// TestBucketNameSeparatesAmbiguousJoins: "a-b"/"c" and "a"/"b-c" read the same once
+// joined; the hash must still tell the two claims apart.
+func TestBucketNameSeparatesAmbiguousJoins(t *testing.T) {
+	if a, b := BucketName("", "a-b", "c"), BucketName("", "a", "b-c"); a == b {
+		t.Fatalf("two claims derive the same bucket %q", a)
+	}
+	if a, b := BucketName("x", "a", "b"), BucketName("", "x-a", "b"); a == b {
+		t.Fatalf("prefix and namespace are confused: %q", a)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, bad := range []string{"ab", strings.Repeat("a", 64), "Abc", "a_b", "-ab", "ab-", "a..b", "192.168.0.1", "xn--ab", "sthree-ab", "ab-s3alias", "ab--ol-s3", "ab.mrap"} {
+		if Validate(bad) == nil {
+			t.Errorf("Validate(%q) accepted an invalid name", bad)
+		}
+	}
+	for _, good := range []string{"abc", "my.bucket-1", strings.Repeat("a", 63), "1.2.3"} {
+		if err := Validate(good); err != nil {
+			t.Errorf("Validate(%q): %v", good, err)
+		}
+	}
+}
+
+// FuzzBucketName: whatever the namespace, name and prefix, the derived name is valid
+// under S3's rules and the same every time.
+func FuzzBucketName(f *testing.F) {
+	f.Add("", "default", "photos")
+	f.Add("dev", "kube-system", "a.b.c")
+	f.Add("", "sthree", "-")
+	f.Add("UPPER", "ns", strings.Repeat("x.", 200))
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, prefix, namespace, name string) {
+		got := BucketName(prefix, namespace, name)
+		if err := Validate(got); err != nil {
+			t.Fatalf("BucketName(%q, %q, %q): %v", prefix, namespace, name, err)
+		}
+		if again := BucketName(prefix, namespace, name); again != got {
+			t.Fatalf("not deterministic: %q then %q", got, again)
+		}
+	})
+}
