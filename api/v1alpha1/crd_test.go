@@ -1,0 +1,197 @@
+package v1alpha1_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// TestSamplesAreAccepted applies every document under config/samples: what the README
+// tells people to copy must pass admission.
+func TestSamplesAreAccepted(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	applied := 0
+	for _, file := range files {
+		for _, obj := range readObjects(t, file) {
+			if obj.GetKind() == "Kustomization" {
+				continue
+			}
+			t.Run(filepath.Base(file)+"/"+obj.GetName(), func(t *testing.T) {
+				if err := k8s.Create(testCtx(t), obj, client.DryRunAll); err != nil {
+					t.Fatalf("sample rejected: %v", err)
+				}
+			})
+			applied++
+		}
+	}
+	if applied < 3 {
+		t.Fatalf("only %d sample objects found; want the ObjectStore and two StorageBuckets", applied)
+	}
+}
+
+func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// TestDefaultsAreApplied checks that an object with only the required field comes back
+// with the documented defaults, which the controller then relies on.
+func TestDefaultsAreApplied(t *testing.T) {
+	ctx := testCtx(t)
+	sb := &bkv1.StorageBucket{}
+	sb.Namespace, sb.Name = newNamespace(t), "defaults"
+	sb.Spec.ObjectStoreRef.Name = "local"
+	if err := k8s.Create(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	s := sb.Spec
+	if s.DeletionPolicy != bkv1.DeletionPolicyRetain || s.Adoption != bkv1.AdoptionNever || s.PublicAccess != bkv1.PublicAccessBlocked {
+		t.Errorf("policy defaults: deletionPolicy=%q adoption=%q publicAccess=%q", s.DeletionPolicy, s.Adoption, s.PublicAccess)
+	}
+	if s.Probe.Interval == nil || s.Probe.Interval.Duration.String() != "1m0s" || s.Probe.Timeout == nil || s.Probe.Timeout.Duration.String() != "10s" || s.Probe.Mode != bkv1.ProbeModeHead {
+		t.Errorf("probe defaults: %+v", s.Probe)
+	}
+	if s.Versioning != "" {
+		t.Errorf("versioning must stay unset (unmanaged) by default, got %q", s.Versioning)
+	}
+
+	store := &bkv1.ObjectStore{}
+	store.Name = "defaults-" + sb.Namespace
+	if err := k8s.Create(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	if store.Spec.Region != "us-east-1" || store.Spec.RequestsPerSecond != 50 || store.Spec.Burst != 100 ||
+		store.Spec.HealthCheck.Interval == nil || store.Spec.HealthCheck.Interval.Duration.String() != "30s" {
+		t.Errorf("store defaults: %+v", store.Spec)
+	}
+}
+
+// TestStatusOnlyThroughSubresource: a spec write must not be able to forge status, and
+// a status write must not change the spec or bump the generation.
+func TestStatusOnlyThroughSubresource(t *testing.T) {
+	ctx := testCtx(t)
+	sb := &bkv1.StorageBucket{}
+	sb.Namespace, sb.Name = newNamespace(t), "status"
+	sb.Spec.ObjectStoreRef.Name = "local"
+	if err := k8s.Create(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	sb.Status.BucketName = "forged"
+	if err := k8s.Update(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Status.BucketName != "" {
+		t.Fatalf("a main-resource update wrote status: %q", sb.Status.BucketName)
+	}
+
+	generation := sb.Generation
+	sb.Status.BucketName = "real"
+	sb.Spec.Suspend = true
+	if err := k8s.Status().Update(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	got := &bkv1.StorageBucket{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.BucketName != "real" {
+		t.Errorf("status update lost: %q", got.Status.BucketName)
+	}
+	if got.Spec.Suspend || got.Generation != generation {
+		t.Errorf("a status update changed the spec (suspend=%v) or generation (%d -> %d)", got.Spec.Suspend, generation, got.Generation)
+	}
+}
+
+// TestKstatusUnderstandsOurConditions: GitOps tools and `kubectl wait` judge health by
+// kstatus rules, so the conditions the controller writes must map as intended.
+func TestKstatusUnderstandsOurConditions(t *testing.T) {
+	cond := func(typ string, st metav1.ConditionStatus, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: "Test", Message: "test", ObservedGeneration: gen, LastTransitionTime: metav1.Now()}
+	}
+	cases := []struct {
+		name       string
+		observed   int64
+		conditions []metav1.Condition
+		want       status.Status
+	}{
+		{"ready at the current generation", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionTrue, 2)}, status.CurrentStatus},
+		{"status from an older generation", 1, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionTrue, 1)}, status.InProgressStatus},
+		{"still reconciling", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionFalse, 2), cond(bkv1.ConditionReconciling, metav1.ConditionTrue, 2)}, status.InProgressStatus},
+		{"stalled", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionFalse, 2), cond(bkv1.ConditionStalled, metav1.ConditionTrue, 2)}, status.FailedStatus},
+	}
+	ns := newNamespace(t)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			sb := &bkv1.StorageBucket{}
+			sb.Namespace, sb.Name = ns, "kstatus-"+strings.Repeat("x", i+1)
+			sb.Spec.ObjectStoreRef.Name = "local"
+			if err := k8s.Create(ctx, sb); err != nil {
+				t.Fatal(err)
+			}
+			// A spec change makes generation 2, so "observed 1" is really stale.
+			sb.Spec.Suspend = true
+			if err := k8s.Update(ctx, sb); err != nil {
+				t.Fatal(err)
+			}
+			sb.Status.ObservedGeneration = tc.observed
+			sb.Status.Conditions = tc.conditions
+			if err := k8s.Status().Update(ctx, sb); err != nil {
+				t.Fatal(err)
+			}
+			got := &bkv1.StorageBucket{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := status.Compute(&unstructured.Unstructured{Object: raw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.want {
+				t.Fatalf("kstatus = %s (%s), want %s", res.Status, res.Message, tc.want)
+			}
+		})
+	}
+}

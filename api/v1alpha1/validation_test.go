@@ -1,0 +1,197 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// spec is a JSON-shaped spec; tests build invalid ones from valid ones by mutation, so
+// each case shows only what makes it wrong.
+type spec = map[string]any
+
+func storageBucket(ns, name string, s spec) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "bucketkeeper.io/v1alpha1",
+		"kind":       "StorageBucket",
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec":       s,
+	}}
+	return u
+}
+
+func objectStore(name string, s spec) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "bucketkeeper.io/v1alpha1",
+		"kind":       "ObjectStore",
+		"metadata":   map[string]any{"name": name},
+		"spec":       s,
+	}}
+}
+
+func validBucketSpec() spec {
+	return spec{"objectStoreRef": map[string]any{"name": "local"}}
+}
+
+func with(s spec, key string, value any) spec {
+	s[key] = value
+	return s
+}
+
+func manyTags(n int) map[string]any {
+	tags := map[string]any{}
+	for i := range n {
+		tags[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return tags
+}
+
+func rule(fields map[string]any) map[string]any {
+	r := map[string]any{"id": "r1"}
+	for k, v := range fields {
+		r[k] = v
+	}
+	return r
+}
+
+// TestStorageBucketAdmissionRejectsInvalidSpecs creates each invalid spec and expects
+// the API server to refuse it with a message that tells a person what is wrong.
+func TestStorageBucketAdmissionRejectsInvalidSpecs(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name string
+		spec spec
+		want string
+	}{
+		{"bucket name too short", with(validBucketSpec(), "bucketName", "ab"), "bucketName must be at least 3 characters long"},
+		{"bucket name too long", with(validBucketSpec(), "bucketName", strings.Repeat("a", 64)), "may not be more than 63"},
+		{"bucket name with uppercase", with(validBucketSpec(), "bucketName", "MyBucket"), "may contain only lowercase letters, digits, '.' and '-'"},
+		{"bucket name with underscore", with(validBucketSpec(), "bucketName", "my_bucket"), "may contain only lowercase letters, digits, '.' and '-'"},
+		{"bucket name starting with a hyphen", with(validBucketSpec(), "bucketName", "-bucket"), "must start and end with a letter or digit"},
+		{"bucket name ending with a period", with(validBucketSpec(), "bucketName", "bucket."), "must start and end with a letter or digit"},
+		{"bucket name with adjacent periods", with(validBucketSpec(), "bucketName", "my..bucket"), "must not contain two adjacent periods"},
+		{"bucket name shaped like an IP address", with(validBucketSpec(), "bucketName", "192.168.1.10"), "must not be formatted as an IPv4 address"},
+		{"bucket name with xn-- prefix", with(validBucketSpec(), "bucketName", "xn--bucket"), "must not start with 'xn--' or 'sthree-'"},
+		{"bucket name with sthree- prefix", with(validBucketSpec(), "bucketName", "sthree-bucket"), "must not start with 'xn--' or 'sthree-'"},
+		{"bucket name with -s3alias suffix", with(validBucketSpec(), "bucketName", "bucket-s3alias"), "must not end with '-s3alias' or '--ol-s3'"},
+		{"bucket name with --ol-s3 suffix", with(validBucketSpec(), "bucketName", "bucket--ol-s3"), "must not end with '-s3alias' or '--ol-s3'"},
+		{"missing objectStoreRef", spec{}, "spec.objectStoreRef: Required value"},
+		{"empty objectStoreRef name", spec{"objectStoreRef": map[string]any{"name": ""}}, "spec.objectStoreRef.name: Invalid value: \"\": spec.objectStoreRef.name in body should be at least 1 chars long"},
+		{"unknown versioning state", with(validBucketSpec(), "versioning", "On"), `spec.versioning: Unsupported value: "On": supported values: "Enabled", "Suspended"`},
+		{"unknown deletion policy", with(validBucketSpec(), "deletionPolicy", "Destroy"), `supported values: "Retain", "Delete", "Purge"`},
+		{"unknown adoption policy", with(validBucketSpec(), "adoption", "Always"), `supported values: "Never", "IfUnowned"`},
+		{"unknown public access", with(validBucketSpec(), "publicAccess", "Open"), `supported values: "Blocked", "Allowed"`},
+		{"unknown probe mode", with(validBucketSpec(), "probe", map[string]any{"mode": "Get"}), `supported values: "Head", "ReadWrite"`},
+		{"probe interval below 10s", with(validBucketSpec(), "probe", map[string]any{"interval": "5s", "timeout": "2s"}), "probe.interval must be between 10s and 24h"},
+		{"probe interval above 24h", with(validBucketSpec(), "probe", map[string]any{"interval": "48h"}), "probe.interval must be between 10s and 24h"},
+		{"probe timeout not shorter than interval", with(validBucketSpec(), "probe", map[string]any{"interval": "1m", "timeout": "2m"}), "probe.timeout must be shorter than probe.interval"},
+		{"probe timeout below 1s", with(validBucketSpec(), "probe", map[string]any{"timeout": "500ms"}), "probe.timeout must be at least 1s"},
+		{"probe interval that is no duration", with(validBucketSpec(), "probe", map[string]any{"interval": "soon"}), "must be a duration such as 30s, 5m or 1h"},
+		{"more than 50 tags", with(validBucketSpec(), "tags", manyTags(51)), "spec.tags: Too many: 51: must have at most 50 items"},
+		{"tag key too long", with(validBucketSpec(), "tags", map[string]any{strings.Repeat("k", 129): "v"}), "tag keys must be 1 to 128 characters long"},
+		{"tag value too long", with(validBucketSpec(), "tags", map[string]any{"k": strings.Repeat("v", 257)}), "tag values must be at most 256 characters long"},
+		{"reserved bucketkeeper tag", with(validBucketSpec(), "tags", map[string]any{"bucketkeeper.io/claim": "x/y"}), "tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"},
+		{"reserved aws tag", with(validBucketSpec(), "tags", map[string]any{"aws:createdBy": "me"}), "tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"},
+		{"lifecycle days below 1", with(validBucketSpec(), "lifecycle", map[string]any{"rules": []any{rule(map[string]any{"expirationDays": 0})}}), "expirationDays in body should be greater than or equal to 1"},
+		{"lifecycle rule without action", with(validBucketSpec(), "lifecycle", map[string]any{"rules": []any{rule(map[string]any{"prefix": "tmp/"})}}), "a lifecycle rule needs at least one of expirationDays"},
+		{"lifecycle rules with the same id", with(validBucketSpec(), "lifecycle", map[string]any{"rules": []any{rule(map[string]any{"expirationDays": 1}), rule(map[string]any{"expirationDays": 2})}}), "Duplicate value"},
+		{"policy that is not a JSON object", with(validBucketSpec(), "policy", `{"Version":"2012-10-17"}`), "spec.policy: Invalid value: \"string\": spec.policy in body must be of type object"},
+		{"connection secret name invalid", with(validBucketSpec(), "connectionSecret", map[string]any{"name": "Bad_Name"}), "connectionSecret.name must be a valid Secret name"},
+		{"region with uppercase", with(validBucketSpec(), "region", "US_EAST"), "region may contain only lowercase letters, digits and '-'"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8s.Create(testCtx(t), storageBucket(ns, fmt.Sprintf("invalid-%d", i), tc.spec))
+			assertRejected(t, err, tc.want)
+		})
+	}
+}
+
+// TestStorageBucketImmutableFields checks the transition rules: a bucket cannot move
+// to another store or name once created, because that would orphan the first bucket.
+func TestStorageBucketImmutableFields(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name   string
+		create spec
+		update func(spec)
+		want   string
+	}{
+		{"change bucketName", with(validBucketSpec(), "bucketName", "first-bucket"), func(s spec) { s["bucketName"] = "second-bucket" }, "bucketName cannot be added, changed or removed after creation"},
+		{"add bucketName", validBucketSpec(), func(s spec) { s["bucketName"] = "late-bucket" }, "bucketName cannot be added, changed or removed after creation"},
+		{"remove bucketName", with(validBucketSpec(), "bucketName", "kept-bucket"), func(s spec) { delete(s, "bucketName") }, "bucketName cannot be added, changed or removed after creation"},
+		{"change objectStoreRef", validBucketSpec(), func(s spec) { s["objectStoreRef"] = map[string]any{"name": "other"} }, "objectStoreRef is immutable"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			obj := storageBucket(ns, fmt.Sprintf("immutable-%d", i), tc.create)
+			if err := k8s.Create(ctx, obj); err != nil {
+				t.Fatalf("creating the valid object: %v", err)
+			}
+			s, _, _ := unstructured.NestedMap(obj.Object, "spec")
+			tc.update(s)
+			if err := unstructured.SetNestedMap(obj.Object, s, "spec"); err != nil {
+				t.Fatal(err)
+			}
+			assertRejected(t, k8s.Update(ctx, obj), tc.want)
+		})
+	}
+	t.Run("mutable fields stay mutable", func(t *testing.T) {
+		ctx := testCtx(t)
+		obj := storageBucket(ns, "mutable", with(validBucketSpec(), "bucketName", "mutable-bucket"))
+		if err := k8s.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		s, _, _ := unstructured.NestedMap(obj.Object, "spec")
+		s["versioning"] = "Enabled"
+		s["tags"] = map[string]any{"team": "a"}
+		s["deletionPolicy"] = "Delete"
+		_ = unstructured.SetNestedMap(obj.Object, s, "spec")
+		if err := k8s.Update(ctx, obj); err != nil {
+			t.Fatalf("updating mutable fields: %v", err)
+		}
+	})
+}
+
+func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
+	secretRef := map[string]any{"namespace": "ops", "name": "creds"}
+	cases := []struct {
+		name string
+		spec spec
+		want string
+	}{
+		{"endpoint with ftp scheme", spec{"endpoint": "ftp://store.example.com"}, "endpoint must be an http:// or https:// URL with a host"},
+		{"endpoint that is no URL", spec{"endpoint": "store example"}, "endpoint must be an http:// or https:// URL with a host"},
+		{"endpoint without host", spec{"endpoint": "http://"}, "endpoint must be an http:// or https:// URL with a host"},
+		{"caBundle with insecureSkipTLSVerify", spec{"endpoint": "https://s3.example.com", "caBundle": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "insecureSkipTLSVerify": true}, "caBundle and insecureSkipTLSVerify cannot both be set"},
+		{"caBundle that is not PEM", spec{"caBundle": "not a certificate"}, "caBundle must be PEM"},
+		{"health check interval below 5s", spec{"healthCheck": map[string]any{"interval": "1s"}}, "healthCheck.interval must be between 5s and 1h"},
+		{"zero request budget", spec{"requestsPerSecond": 0}, "requestsPerSecond in body should be greater than or equal to 1"},
+		{"bucket name prefix with underscore", spec{"bucketNamePrefix": "Dev_"}, "bucketNamePrefix may contain only lowercase letters, digits and '-'"},
+		{"credentials ref without name", spec{"credentialsSecretRef": map[string]any{"namespace": "ops"}}, "spec.credentialsSecretRef.name: Required value"},
+		{"credentials ref without namespace", spec{"applicationCredentialsSecretRef": map[string]any{"name": "creds"}}, "spec.applicationCredentialsSecretRef.namespace: Required value"},
+		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8s.Create(testCtx(t), objectStore(fmt.Sprintf("invalid-%d", i), tc.spec))
+			assertRejected(t, err, tc.want)
+		})
+	}
+}
+
+func assertRejected(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("the API server accepted the object; want a rejection saying %q", want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("rejected with\n  %v\nwant a message containing\n  %q", err, want)
+	}
+}
+
+var _ client.Object = &unstructured.Unstructured{}

@@ -1,0 +1,117 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a stopped peer may take to exit after SIGTERM before it
+// is killed: long enough for a clean shutdown, short enough for outage tests.
+const stopGrace = 5 * time.Second
+
+// proc is one running peer process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has been reaped
+	err  error         // Wait's result, valid after done
+	log  *os.File
+}
+
+// startProc starts bin with its output appended to logPath. The child runs in its
+// own process group (so stop can signal everything it spawned) and gets SIGKILL
+// when the test binary dies, whatever killed it.
+func startProc(bin string, args, env []string, dir, logPath string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logf, "\n=== %s: %s %q\n", time.Now().Format(time.RFC3339), bin, args)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Pdeathsig fires when the forking *thread* exits, not the process. Forking
+	// from a locked thread that is then unlocked keeps it a normal runtime thread,
+	// which Go never retires, so the signal means "the test binary died".
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: logf}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after stopGrace, and
+// waits until the process is reaped.
+func (p *proc) stop() error {
+	pgid := p.pid()
+	if !p.exited() {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopGrace):
+		}
+	}
+	// Kill the group even after the leader exited: a straggling child would keep
+	// ports and files open.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("testenv: process %d did not exit after SIGKILL", pgid)
+	}
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago. All
+// listeners are held until every port is picked so the kernel cannot hand the
+// same port out twice; another process can still take one before the peer binds
+// it, which callers handle by retrying with fresh ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// errBindConflict marks a start that failed because a chosen port was taken.
+var errBindConflict = errors.New("testenv: port already in use")

@@ -1,0 +1,333 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// S3Kind names an S3 implementation the harness can run.
+type S3Kind string
+
+const (
+	// SeaweedFS runs `weed mini`: master, volume, filer and S3 gateway in one process.
+	SeaweedFS S3Kind = "seaweedfs"
+	// Versity runs the Versity S3 Gateway over a plain directory (posix backend).
+	Versity S3Kind = "versity"
+)
+
+// readyTimeout bounds how long a start may take before it fails with the
+// server's log: a cold weed mini on a busy 2-core machine needs ~10-20s.
+const readyTimeout = 60 * time.Second
+
+// S3Server is one S3 server process owned by a test. Stop and Start simulate an
+// outage without losing data; Close ends it for good.
+//
+// Both kinds get a second, independent account (OtherAccessKeyID /
+// OtherSecretAccessKey) allowed to create buckets, for tests of "the bucket name
+// is taken by someone else": SeaweedFS as a second identity with its own account
+// in the static S3 config file, Versity as a "userplus" account in the gateway's
+// internal IAM file (users.json under --iam-dir). The fields are empty for a kind
+// that cannot offer one. Either way CreateBucket on the other account's bucket
+// returns BucketAlreadyExists, and on one's own BucketAlreadyOwnedByYou.
+// Differences: SeaweedFS only lets identities holding the Admin action create
+// buckets, so its second identity is a gateway admin too and sees (and may
+// touch) every bucket; Versity's second account lists only its own buckets.
+type S3Server struct {
+	Kind            S3Kind
+	Endpoint        string // "http://127.0.0.1:PORT"
+	Region          string // "us-east-1"
+	AccessKeyID     string // admin/root account
+	SecretAccessKey string
+
+	OtherAccessKeyID     string // a second account, not the owner of AccessKeyID's buckets
+	OtherSecretAccessKey string
+
+	mu      sync.Mutex
+	bin     string
+	dir     string // everything this server owns lives here
+	logPath string
+	ports   map[string]int // named ports the process listens on
+	args    []string
+	env     []string
+	proc    *proc
+	closed  bool
+}
+
+// StartS3 starts a fresh server of the given kind with an empty data directory,
+// free loopback ports and random credentials, and returns once a signed
+// ListBuckets succeeds.
+func StartS3(kind S3Kind) (*S3Server, error) {
+	var peer string
+	switch kind {
+	case SeaweedFS:
+		peer = "weed"
+	case Versity:
+		peer = "versitygw"
+	default:
+		return nil, fmt.Errorf("testenv: unknown S3 kind %q", kind)
+	}
+	bin, err := peerBinary(peer)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := newTempDir()
+	if err != nil {
+		return nil, err
+	}
+	s := &S3Server{
+		Kind:                 kind,
+		Region:               "us-east-1",
+		AccessKeyID:          randomString(20, upperAlnum),
+		SecretAccessKey:      randomString(40, anyAlnum),
+		OtherAccessKeyID:     randomString(20, upperAlnum),
+		OtherSecretAccessKey: randomString(40, anyAlnum),
+		bin:                  bin,
+		dir:                  dir,
+		logPath:              filepath.Join(dir, "server.log"),
+	}
+	// A port picked free can be taken before the server binds it; such a start
+	// is retried with fresh ports and a fresh data directory.
+	for attempt := 1; ; attempt++ {
+		err = s.configure()
+		if err == nil {
+			err = s.startLocked()
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errBindConflict) || attempt == 3 {
+			_ = s.Close()
+			return nil, err
+		}
+		if err := s.resetData(); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+}
+
+// NewS3 is StartS3 for a test: it fails the test on error and closes the server
+// when the test ends.
+func NewS3(tb testing.TB, kind S3Kind) *S3Server {
+	tb.Helper()
+	s, err := StartS3(kind)
+	if err != nil {
+		tb.Fatalf("start %s: %v", kind, err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("close %s: %v", kind, err)
+		}
+	})
+	return s
+}
+
+// configure picks ports, writes config files and builds the command line.
+func (s *S3Server) configure() error {
+	switch s.Kind {
+	case SeaweedFS:
+		return s.configureWeed()
+	default:
+		return s.configureVersity()
+	}
+}
+
+// resetData empties the data directories before a retry, keeping the log.
+func (s *S3Server) resetData() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == filepath.Base(s.logPath) || e.Name() == cleanupList {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start starts the server again after Stop: same port, data and credentials.
+// It returns once the server answers a signed ListBuckets.
+func (s *S3Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("testenv: S3 server already closed")
+	}
+	if s.proc != nil && !s.proc.exited() {
+		return nil
+	}
+	return s.startLocked()
+}
+
+// startLocked starts the process and waits until it serves signed requests.
+func (s *S3Server) startLocked() error {
+	p, err := startProc(s.bin, s.args, s.env, s.dir, s.logPath)
+	if err != nil {
+		return err
+	}
+	s.proc = p
+	if err := s.waitReady(p); err != nil {
+		_ = p.stop()
+		s.proc = nil
+		tail := logTail(s.logPath)
+		if strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on") {
+			err = fmt.Errorf("%w: %v", errBindConflict, err)
+		}
+		return fmt.Errorf("testenv: %s at %s: %w\n--- tail of %s ---\n%s", s.Kind, s.Endpoint, err, s.logPath, tail)
+	}
+	return nil
+}
+
+// waitReady polls a signed ListBuckets until it succeeds, the process exits, or
+// readyTimeout passes. An open port is not enough: weed answers before its IAM
+// configuration is loaded.
+func (s *S3Server) waitReady(p *proc) error {
+	client := s.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	go func() { // a probe stuck on someone else's listener ends when our process does
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var lastErr error
+	for {
+		probe, cancelProbe := context.WithTimeout(ctx, 3*time.Second)
+		_, err := client.ListBuckets(probe, &s3.ListBucketsInput{}, func(o *s3.Options) {
+			o.Retryer = aws.NopRetryer{}
+		})
+		cancelProbe()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+			continue
+		}
+		if p.exited() {
+			return fmt.Errorf("process exited before it was ready (%v); last probe: %v", p.err, lastErr)
+		}
+		return fmt.Errorf("not ready after %s: %v", readyTimeout, lastErr)
+	}
+}
+
+// Stop stops the process (SIGTERM, SIGKILL after 5s, by process group) and keeps
+// its data, ports and credentials, so Start can bring the same server back. The
+// ports are not held while stopped; if another process takes one, Start fails
+// with a "port already in use" error (the endpoint cannot move under a client).
+func (s *S3Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopLocked()
+}
+
+func (s *S3Server) stopLocked() error {
+	if s.proc == nil {
+		return nil
+	}
+	err := s.proc.stop()
+	s.proc = nil
+	return err
+}
+
+// Close stops the server and removes everything it created. It is idempotent.
+func (s *S3Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return errors.Join(s.stopLocked(), removeTempDir(s.dir))
+}
+
+// PID returns the server's process ID, or 0 while it is stopped.
+func (s *S3Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.exited() {
+		return 0
+	}
+	return s.proc.pid()
+}
+
+// Dir returns the server's temporary directory (data, config, log); Close removes it.
+func (s *S3Server) Dir() string { return s.dir }
+
+// Ports returns the named loopback ports the server was told to listen on.
+func (s *S3Server) Ports() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]int, len(s.ports))
+	for k, v := range s.ports {
+		m[k] = v
+	}
+	return m
+}
+
+// LogTail returns the last lines of the server's log, for test failure messages.
+func (s *S3Server) LogTail() string { return logTail(s.logPath) }
+
+// Client returns an S3 client for the admin account: path-style, static
+// credentials, no shared config or environment lookups.
+func (s *S3Server) Client() *s3.Client {
+	return s.newClient(s.AccessKeyID, s.SecretAccessKey)
+}
+
+// OtherClient returns an S3 client for the second account, or nil if this kind
+// has none.
+func (s *S3Server) OtherClient() *s3.Client {
+	if s.OtherAccessKeyID == "" {
+		return nil
+	}
+	return s.newClient(s.OtherAccessKeyID, s.OtherSecretAccessKey)
+}
+
+// loopbackHTTP ignores proxy settings: test traffic must stay on 127.0.0.1.
+var loopbackHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}
+
+func (s *S3Server) newClient(access, secret string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
+		HTTPClient:   loopbackHTTP,
+	})
+}
+
+const (
+	upperAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	anyAlnum   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+// randomString returns n characters from alphabet, read from crypto/rand.
+func randomString(n int, alphabet string) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}

@@ -1,0 +1,247 @@
+package testenv_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// TestS3Lifecycle runs each S3 kind through a full outage: create data, stop the
+// server, see requests fail, start it again, find the data, close it and find
+// nothing left behind (process, temp dir, sockets).
+func TestS3Lifecycle(t *testing.T) {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+		t.Run(string(kind), func(t *testing.T) { testS3Lifecycle(t, kind) })
+	}
+}
+
+func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
+	begin := time.Now()
+	s, err := testenv.StartS3(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s ready in %s at %s, ports %v", kind, time.Since(begin).Round(time.Millisecond), s.Endpoint, s.Ports())
+	defer s.Close()
+	dir, pid := s.Dir(), s.PID()
+	if pid == 0 || !alive(pid) {
+		t.Fatalf("PID %d is not a running process", pid)
+	}
+	assertLoopbackOnly(t, pid)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := s.Client()
+	bucket := fmt.Sprintf("bk-%d", time.Now().UnixNano())
+	mustCreate(ctx, t, admin, bucket)
+	if _, err := admin.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &bucket, Key: aws.String("hello.txt"), Body: strings.NewReader("hello"),
+	}); err != nil {
+		t.Fatalf("put object: %v", err)
+	}
+	t.Logf("recreate own bucket: %s", errorCode(createBucket(ctx, admin, bucket)))
+
+	// A bucket owned by the second account is taken for the admin account.
+	if other := s.OtherClient(); other != nil {
+		taken := bucket + "-other"
+		mustCreate(ctx, t, other, taken)
+		if code := errorCode(createBucket(ctx, admin, taken)); code != "BucketAlreadyExists" {
+			t.Errorf("create of another account's bucket: got %q, want BucketAlreadyExists", code)
+		}
+		out, err := other.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err != nil {
+			t.Fatalf("other account list: %v", err)
+		}
+		t.Logf("other account sees buckets %v", bucketNames(out))
+	}
+
+	// Outage: the process is gone and requests fail fast.
+	if err := s.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if alive(pid) {
+		t.Fatalf("PID %d still alive after Stop", pid)
+	}
+	if s.PID() != 0 {
+		t.Errorf("PID() = %d after Stop, want 0", s.PID())
+	}
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	_, err = admin.ListBuckets(short, &s3.ListBucketsInput{}, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+	cancelShort()
+	if err == nil {
+		t.Fatal("ListBuckets succeeded while the server was stopped")
+	}
+	t.Logf("request during outage: %v", err)
+
+	// Recovery: same endpoint, same credentials, same data.
+	begin = time.Now()
+	if err := s.Start(); err != nil {
+		t.Fatalf("start again: %v", err)
+	}
+	t.Logf("%s restarted in %s", kind, time.Since(begin).Round(time.Millisecond))
+	out, err := admin.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		t.Fatalf("list after restart: %v", err)
+	}
+	if names := bucketNames(out); !contains(names, bucket) {
+		t.Fatalf("bucket %s missing after restart; have %v", bucket, names)
+	}
+	obj, err := admin.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("hello.txt")})
+	if err != nil {
+		t.Fatalf("get object after restart: %v", err)
+	}
+	body, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if string(body) != "hello" {
+		t.Fatalf("object body after restart = %q", body)
+	}
+
+	// A port taken during the outage makes Start fail with a clear error and
+	// keeps the data; once the port is free again, Start succeeds.
+	if err := s.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	l, err := net.Listen("tcp", strings.TrimPrefix(s.Endpoint, "http://"))
+	if err != nil {
+		t.Fatalf("occupy port: %v", err)
+	}
+	begin = time.Now()
+	err = s.Start()
+	l.Close()
+	if err == nil || !strings.Contains(err.Error(), "port already in use") {
+		t.Fatalf("Start on a taken port: got %v, want a port-in-use error", err)
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	t.Logf("start on a taken port failed after %s: %s", time.Since(begin).Round(time.Millisecond), first)
+	if err := s.Start(); err != nil {
+		t.Fatalf("start after the port was freed: %v", err)
+	}
+	if _, err := admin.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatalf("bucket gone after failed start: %v", err)
+	}
+
+	// Close leaves nothing behind and can be repeated.
+	pid = s.PID()
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if alive(pid) {
+		t.Errorf("PID %d still alive after Close", pid)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp dir %s still exists after Close (%v)", dir, err)
+	}
+	for _, port := range s.Ports() {
+		if m, _ := filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", port)); len(m) > 0 {
+			t.Errorf("sockets left behind: %v", m)
+		}
+	}
+}
+
+func createBucket(ctx context.Context, c *s3.Client, name string) error {
+	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name})
+	return err
+}
+
+func mustCreate(ctx context.Context, t *testing.T, c *s3.Client, name string) {
+	t.Helper()
+	if err := createBucket(ctx, c, name); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+// errorCode is the S3 error code of err ("" for nil, the text for non-API errors).
+func errorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return err.Error()
+}
+
+func bucketNames(out *s3.ListBucketsOutput) []string {
+	var names []string
+	for _, b := range out.Buckets {
+		names = append(names, aws.ToString(b.Name))
+	}
+	return names
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// assertLoopbackOnly checks every TCP socket pid listens on is bound to 127.0.0.1:
+// the harness must never expose a test server on the machine's network.
+func assertLoopbackOnly(t *testing.T, pid int) {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("read fds: %v", err)
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	var listening []string
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || fields[3] != "0A" || !inodes[fields[9]] {
+				continue
+			}
+			addr, port, _ := strings.Cut(fields[1], ":")
+			p, _ := strconv.ParseUint(port, 16, 16)
+			listening = append(listening, fmt.Sprintf("%s:%d", addr, p))
+			if addr != "0100007F" { // 127.0.0.1, little-endian hex
+				t.Errorf("listening on non-loopback address %s:%d (%s)", addr, p, table)
+			}
+		}
+		f.Close()
+	}
+	if len(listening) == 0 {
+		t.Errorf("found no listening sockets of PID %d", pid)
+	}
+	t.Logf("PID %d listens on %d loopback ports", pid, len(listening))
+}
