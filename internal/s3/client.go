@@ -1,0 +1,173 @@
+package s3
+
+import (
+	"context"
+	"time"
+
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/time/rate"
+)
+
+// Client is every S3 operation the operator performs. All methods return
+// nil or an *Error (classify with KindOf); "configuration absent" answers
+// are turned into empty results, not errors, so an Observe step can compare
+// desired and actual state without special cases.
+type Client interface {
+	// ListBuckets returns the names of the identity's buckets. The operator
+	// uses it as the store health check: it needs valid credentials but no
+	// bucket.
+	ListBuckets(ctx context.Context) ([]string, error)
+	// CreateBucket creates bucket. A LocationConstraint is sent only when
+	// region is neither "" nor "us-east-1" (AWS rejects that one
+	// explicitly). Creating an existing bucket fails with
+	// KindAlreadyOwnedByYou or KindBucketNameTaken depending on the store.
+	CreateBucket(ctx context.Context, bucket, region string) error
+	// HeadBucket checks that bucket exists and is accessible, and returns
+	// its region when the store says (x-amz-bucket-region), else "".
+	HeadBucket(ctx context.Context, bucket string) (region string, err error)
+	// DeleteBucket deletes an empty bucket (KindNotEmpty otherwise).
+	DeleteBucket(ctx context.Context, bucket string) error
+
+	// GetBucketTagging returns the bucket's tags; no tags is an empty,
+	// non-nil map.
+	GetBucketTagging(ctx context.Context, bucket string) (map[string]string, error)
+	// PutBucketTagging replaces all tags. An empty map deletes them, as
+	// stores reject an empty TagSet.
+	PutBucketTagging(ctx context.Context, bucket string, tags map[string]string) error
+	DeleteBucketTagging(ctx context.Context, bucket string) error
+
+	// GetBucketVersioning returns VersioningOff ("") for a bucket that
+	// never had versioning, else VersioningEnabled or VersioningSuspended.
+	GetBucketVersioning(ctx context.Context, bucket string) (VersioningStatus, error)
+	// PutBucketVersioning sets Enabled or Suspended (S3 cannot turn
+	// versioning off once enabled; VersioningOff is KindInvalid).
+	PutBucketVersioning(ctx context.Context, bucket string, status VersioningStatus) error
+
+	// GetBucketLifecycle returns the enabled rules sorted by ID, nil when
+	// the bucket has no lifecycle configuration. See LifecycleRule.
+	GetBucketLifecycle(ctx context.Context, bucket string) ([]LifecycleRule, error)
+	// PutBucketLifecycle replaces the configuration; no rules deletes it.
+	PutBucketLifecycle(ctx context.Context, bucket string, rules []LifecycleRule) error
+	DeleteBucketLifecycle(ctx context.Context, bucket string) error
+
+	// GetPublicAccessBlock returns nil when the bucket has none.
+	GetPublicAccessBlock(ctx context.Context, bucket string) (*PublicAccessBlock, error)
+	PutPublicAccessBlock(ctx context.Context, bucket string, pab PublicAccessBlock) error
+	DeletePublicAccessBlock(ctx context.Context, bucket string) error
+
+	// GetBucketPolicy returns the policy JSON as the store returns it, ""
+	// when there is none. Stores reformat policies; compare with
+	// EquivalentPolicies. PutBucketPolicy with "" deletes the policy.
+	GetBucketPolicy(ctx context.Context, bucket string) (string, error)
+	PutBucketPolicy(ctx context.Context, bucket, policy string) error
+	DeleteBucketPolicy(ctx context.Context, bucket string) error
+
+	// ListObjectVersions returns one page of object versions and delete
+	// markers, starting at page (nil for the first page). Page.Next is nil
+	// on the last page. Stores that cannot list versions are listed with
+	// ListObjectsV2 instead and every entry has VersionID "".
+	ListObjectVersions(ctx context.Context, bucket string, page *PageToken) (ObjectVersionPage, error)
+	// DeleteObjects deletes the given versions in batches of at most
+	// MaxDeleteBatch. Per-key failures are aggregated into a
+	// *DeleteObjectsError; deleting a missing key is not a failure.
+	DeleteObjects(ctx context.Context, bucket string, objects []ObjectID) error
+
+	// PutObject, GetObject and DeleteObject serve the small canary object
+	// used to prove that a bucket really accepts data.
+	PutObject(ctx context.Context, bucket, key string, body []byte) error
+	// GetObject reads at most maxBytes; a larger object fails with
+	// KindInvalid wrapping ErrObjectTooLarge.
+	GetObject(ctx context.Context, bucket, key string, maxBytes int64) ([]byte, error)
+	DeleteObject(ctx context.Context, bucket, key string) error
+}
+
+// VersioningStatus is a bucket's versioning state as S3 reports it.
+type VersioningStatus string
+
+// Versioning states.
+const (
+	VersioningOff       VersioningStatus = ""
+	VersioningEnabled   VersioningStatus = "Enabled"
+	VersioningSuspended VersioningStatus = "Suspended"
+)
+
+// LifecycleRule is the subset of S3 lifecycle the operator manages. Every
+// rule is written Enabled with a prefix Filter; nil day counts are absent
+// actions. ID should be set: a store invents one otherwise, and the rule
+// would never compare equal on the next read.
+type LifecycleRule struct {
+	ID                                 string
+	Prefix                             string
+	ExpirationDays                     *int32
+	NoncurrentVersionExpirationDays    *int32
+	AbortIncompleteMultipartUploadDays *int32
+}
+
+// PublicAccessBlock mirrors S3's PublicAccessBlockConfiguration.
+type PublicAccessBlock struct {
+	BlockPublicAcls       bool
+	IgnorePublicAcls      bool
+	BlockPublicPolicy     bool
+	RestrictPublicBuckets bool
+}
+
+// ObjectID names one object version to delete; an empty VersionID deletes
+// the current version (or adds a delete marker on a versioned bucket).
+type ObjectID struct {
+	Key       string
+	VersionID string
+}
+
+// ObjectVersion is one entry of a version listing.
+type ObjectVersion struct {
+	Key            string
+	VersionID      string
+	IsDeleteMarker bool
+	IsLatest       bool
+}
+
+// PageToken resumes a listing. Its fields are opaque to callers.
+type PageToken struct {
+	KeyMarker         string
+	VersionIDMarker   string
+	ContinuationToken string
+	// Unversioned is set once the store turned out not to support version
+	// listing, so the following pages use ListObjectsV2.
+	Unversioned bool
+}
+
+// ObjectVersionPage is one page of ListObjectVersions.
+type ObjectVersionPage struct {
+	Versions []ObjectVersion
+	Next     *PageToken
+}
+
+// MaxDeleteBatch is S3's limit of keys per DeleteObjects request.
+const MaxDeleteBatch = 1000
+
+// client implements Client over the AWS SDK.
+type client struct {
+	api     *awss3.Client
+	limiter *rate.Limiter
+	timeout time.Duration
+	redact  redactor
+}
+
+var _ Client = (*client)(nil)
+
+// call runs fn under the per-call timeout and turns its error into an
+// *Error carrying op, bucket and key.
+func (c *client) call(ctx context.Context, op, bucket, key string, fn func(context.Context) error) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	return c.redact.wrap(op, bucket, key, fn(ctx))
+}
+
+// invalid builds a KindInvalid *Error for arguments refused before any
+// request is sent.
+func invalid(op, bucket, msg string) error {
+	return &Error{Op: op, Bucket: bucket, Kind: KindInvalid, msg: msg}
+}

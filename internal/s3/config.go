@@ -1,0 +1,208 @@
+package s3
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
+	"golang.org/x/time/rate"
+)
+
+// DefaultRegion is used when Config.Region is empty. SigV4 needs some
+// region, and us-east-1 is what every S3-compatible store accepts.
+const DefaultRegion = "us-east-1"
+
+// MaxAttempts is the SDK's attempt budget per call. It is small on purpose:
+// the controller's requeue backoff is the real retry loop, and a long SDK
+// loop would hide a sick store behind slow reconciles.
+const MaxAttempts = 3
+
+// maxRetryBackoff caps the SDK's sleep between attempts (its default is
+// 20s, far longer than a reconcile should block). A variable so unit tests
+// of retried statuses stay fast.
+var maxRetryBackoff = 2 * time.Second
+
+// Config describes one object store and how to talk to it.
+type Config struct {
+	// Endpoint is the store's base URL ("https://s3.example:9000"). Empty
+	// means AWS S3, resolved from Region.
+	Endpoint string
+	// Region signs requests; empty means DefaultRegion.
+	Region string
+	// ForcePathStyle addresses buckets as /bucket instead of
+	// bucket.host; most self-hosted stores need it.
+	ForcePathStyle bool
+
+	// Static credentials. When all three are empty the SDK's default chain
+	// (environment, shared config, web identity, IMDS) is used instead.
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+
+	// CABundle holds extra PEM certificates trusted in addition to the
+	// system pool, for stores behind a private CA.
+	CABundle []byte
+	// InsecureSkipTLSVerify turns certificate verification off. Off by
+	// default; meant for throw-away test stores only.
+	InsecureSkipTLSVerify bool
+
+	// RequestTimeout bounds each Client method call, SDK retries included.
+	// Zero means only the caller's context applies.
+	RequestTimeout time.Duration
+
+	// RequestsPerSecond and Burst form a token bucket shared by every
+	// request (each attempt) made through this Client, so one store is never
+	// hit harder than this however many buckets reconcile at once. Zero
+	// RequestsPerSecond means unlimited; Burst <= 0 means
+	// max(1, ceil(RequestsPerSecond)).
+	RequestsPerSecond float64
+	Burst             int
+
+	// Observer, if set, is called once per HTTP attempt with the SDK
+	// operation name (see IsMutating), the HTTP status (0 when no answer
+	// arrived) and the attempt's raw error (nil on success; classify it with
+	// KindOf). It runs on the request path: keep it fast and thread-safe.
+	Observer func(operation string, httpStatus int, err error)
+}
+
+// Factory builds a Client. Controllers take one so tests can inject fakes.
+type Factory func(context.Context, Config) (Client, error)
+
+var _ Factory = New
+
+// New validates cfg and builds a Client. It does no I/O except, when no
+// static credentials are given, loading the SDK's default credential chain
+// configuration (credentials themselves are fetched lazily).
+func New(ctx context.Context, cfg Config) (Client, error) {
+	region := cfg.Region
+	if region == "" {
+		region = DefaultRegion
+	}
+	creds, err := credentialsFor(ctx, cfg, region)
+	if err != nil {
+		return nil, err
+	}
+	httpClient, err := newHTTPClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var endpoint *string
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("s3: endpoint %q must be an absolute http(s) URL", cfg.Endpoint)
+		}
+		endpoint = aws.String(cfg.Endpoint)
+	}
+	if cfg.RequestsPerSecond < 0 || math.IsNaN(cfg.RequestsPerSecond) {
+		return nil, errors.New("s3: RequestsPerSecond must not be negative")
+	}
+
+	c := &client{
+		timeout: cfg.RequestTimeout,
+		redact:  redactor{cfg.SecretAccessKey, cfg.SessionToken},
+	}
+	if cfg.RequestsPerSecond > 0 && !math.IsInf(cfg.RequestsPerSecond, 1) {
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = max(1, int(math.Ceil(cfg.RequestsPerSecond)))
+		}
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), burst)
+	}
+
+	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = MaxAttempts
+		o.MaxBackoff = maxRetryBackoff
+		// The SDK's retry quota would turn a burst of failures into
+		// "retry quota exceeded" errors that hide the real cause.
+		o.RateLimiter = ratelimit.None
+		// A certificate problem does not fix itself within a second.
+		o.Retryables = append([]retry.IsErrorRetryable{
+			retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+				if statusOf(err) == 0 && isTLSError(err) {
+					return aws.FalseTernary
+				}
+				return aws.UnknownTernary
+			}),
+		}, o.Retryables...)
+	})
+
+	c.api = awss3.New(awss3.Options{
+		Region:        region,
+		BaseEndpoint:  endpoint,
+		UsePathStyle:  cfg.ForcePathStyle,
+		Credentials:   creds,
+		HTTPClient:    httpClient,
+		Retryer:       retryer,
+		Logger:        logging.Nop{},
+		ClientLogMode: 0, // never log requests: they carry signatures
+		DefaultsMode:  aws.DefaultsModeStandard,
+		// Compatible stores lag behind AWS's newer checksum headers;
+		// compute them only where the API requires one (and we add
+		// Content-MD5 there too, see contentMD5Middleware).
+		RequestChecksumCalculation:                aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation:                aws.ResponseChecksumValidationWhenRequired,
+		DisableLogOutputChecksumValidationSkipped: true,
+		DisableS3ExpressSessionAuth:               aws.Bool(true),
+		APIOptions: []func(*middlewareStack) error{
+			attemptMiddleware(c.limiter, cfg.Observer),
+			contentMD5Middleware,
+		},
+	})
+	return c, nil
+}
+
+// credentialsFor returns static credentials, or the SDK default chain when
+// none are configured. A partial key pair is an error (without the values).
+func credentialsFor(ctx context.Context, cfg Config, region string) (aws.CredentialsProvider, error) {
+	switch {
+	case cfg.AccessKeyID == "" && cfg.SecretAccessKey == "" && cfg.SessionToken == "":
+		def, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+		if err != nil {
+			return nil, fmt.Errorf("s3: loading the default credential chain: %w", err)
+		}
+		return def.Credentials, nil
+	case cfg.AccessKeyID == "" || cfg.SecretAccessKey == "":
+		return nil, errors.New("s3: AccessKeyID and SecretAccessKey must be set together")
+	}
+	return aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(
+		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)), nil
+}
+
+// newHTTPClient builds the transport: TLS 1.2+, verification on unless
+// explicitly disabled, CABundle added to the system roots.
+func newHTTPClient(cfg Config) (*awshttp.BuildableClient, error) {
+	tlsCfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: cfg.InsecureSkipTLSVerify, //nolint:gosec // opt-in, documented
+	}
+	if len(cfg.CABundle) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(cfg.CABundle) {
+			return nil, errors.New("s3: CABundle contains no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.TLSClientConfig = tlsCfg
+		tr.ForceAttemptHTTP2 = true
+		tr.IdleConnTimeout = 90 * time.Second
+	}), nil
+}

@@ -1,0 +1,328 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+type contractCase struct {
+	name string
+	run  func(ctx context.Context, t *testing.T, s *store)
+}
+
+// contractCases run in order against each server. Each makes its own
+// buckets (removed by store.bucket's cleanup), except "outage", which stops
+// and restarts the server and so goes last.
+var contractCases = []contractCase{
+	{"health", func(ctx context.Context, t *testing.T, s *store) {
+		_, err := s.c.ListBuckets(ctx)
+		must(t, "ListBuckets", err)
+	}},
+
+	{"create twice", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		wantKind(t, s, "CreateBucket own bucket again", s.c.CreateBucket(ctx, b, ""), s.expect.createOwnAgain)
+		names, err := s.c.ListBuckets(ctx)
+		must(t, "ListBuckets", err)
+		if !contains(names, b) {
+			t.Errorf("ListBuckets %v lacks %s", names, b)
+		}
+		region, err := s.c.HeadBucket(ctx, b)
+		must(t, "HeadBucket", err)
+		t.Logf("ANSWER %s | HeadBucket region header | %q", s.kind, region)
+	}},
+
+	{"name taken by other identity", func(ctx context.Context, t *testing.T, s *store) {
+		if s.srv.OtherAccessKeyID == "" {
+			t.Fatalf("%s harness has no second identity", s.kind)
+		}
+		other, _ := s.client(t, func(c *Config) {
+			c.AccessKeyID, c.SecretAccessKey = s.srv.OtherAccessKeyID, s.srv.OtherSecretAccessKey
+		})
+		b := s.bucket(t)
+		must(t, "other CreateBucket", other.CreateBucket(ctx, b, ""))
+		t.Cleanup(func() { _ = other.DeleteBucket(context.Background(), b) }) // runs before s.bucket's
+		wantKind(t, s, "CreateBucket of another identity's bucket", s.c.CreateBucket(ctx, b, ""), KindBucketNameTaken)
+		_, err := s.c.HeadBucket(ctx, b)
+		answer(t, s, "admin HeadBucket of another identity's bucket", err)
+	}},
+
+	{"missing bucket", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		_, err := s.c.HeadBucket(ctx, b)
+		wantKind(t, s, "HeadBucket missing", err, KindNotFound)
+		wantKind(t, s, "DeleteBucket missing", s.c.DeleteBucket(ctx, b), KindNotFound)
+		_, err = s.c.GetBucketTagging(ctx, b)
+		wantKind(t, s, "GetBucketTagging missing bucket", err, KindNotFound)
+	}},
+
+	{"not empty", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		must(t, "PutObject", s.c.PutObject(ctx, b, "dir/obj", []byte("x")))
+		wantKind(t, s, "DeleteBucket not empty", s.c.DeleteBucket(ctx, b), KindNotEmpty)
+	}},
+
+	{"wrong secret", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		bad, _ := s.client(t, func(c *Config) { c.SecretAccessKey = "wrong" + c.SecretAccessKey[5:] })
+		_, err := bad.ListBuckets(ctx)
+		wantKind(t, s, "ListBuckets wrong secret", err, KindInvalidCredentials)
+		_, err = bad.HeadBucket(ctx, b)
+		wantKind(t, s, "HeadBucket wrong secret", err, KindInvalidCredentials)
+	}},
+
+	{"unknown access key", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		bad, _ := s.client(t, func(c *Config) { c.AccessKeyID = "AKIAUNKNOWNUNKNOWN00" })
+		_, err := bad.ListBuckets(ctx)
+		wantKind(t, s, "ListBuckets unknown key", err, KindInvalidCredentials)
+		_, err = bad.HeadBucket(ctx, b)
+		wantKind(t, s, "HeadBucket unknown key", err, KindInvalidCredentials)
+		_, err = bad.HeadBucket(ctx, b+"-missing")
+		wantKind(t, s, "HeadBucket unknown key, missing bucket", err, KindInvalidCredentials)
+	}},
+
+	{"unreachable", func(ctx context.Context, t *testing.T, s *store) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, "listen", err)
+		addr := l.Addr().String()
+		_ = l.Close()
+		c, _ := s.client(t, func(c *Config) { c.Endpoint = "http://" + addr })
+		_, err = c.ListBuckets(ctx)
+		wantKind(t, s, "ListBuckets closed port", err, KindUnreachable)
+	}},
+
+	{"timeout", func(ctx context.Context, t *testing.T, s *store) {
+		tiny, cancel := context.WithTimeout(ctx, time.Microsecond)
+		defer cancel()
+		time.Sleep(time.Millisecond)
+		_, err := s.c.ListBuckets(tiny)
+		wantKind(t, s, "ListBuckets tiny deadline", err, KindTimeout)
+		c, _ := s.client(t, func(c *Config) { c.RequestTimeout = time.Microsecond })
+		_, err = c.HeadBucket(ctx, "whatever")
+		wantKind(t, s, "HeadBucket tiny RequestTimeout", err, KindTimeout)
+	}},
+
+	{"tagging", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		tags, err := s.c.GetBucketTagging(ctx, b)
+		if err != nil || tags == nil || len(tags) != 0 {
+			t.Fatalf("fresh bucket tags = %v, %v; want empty map", tags, err)
+		}
+		want := map[string]string{"bucketkeeper.io/owner": "ns/name", "team": "storage", "empty": ""}
+		must(t, "PutBucketTagging", s.c.PutBucketTagging(ctx, b, want))
+		got, err := s.c.GetBucketTagging(ctx, b)
+		must(t, "GetBucketTagging", err)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("tags = %v, want %v", got, want)
+		}
+		must(t, "PutBucketTagging(empty)", s.c.PutBucketTagging(ctx, b, nil))
+		got, err = s.c.GetBucketTagging(ctx, b)
+		if err != nil || len(got) != 0 {
+			t.Errorf("after delete tags = %v, %v", got, err)
+		}
+	}},
+
+	{"versioning", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		for _, want := range []VersioningStatus{VersioningOff, VersioningEnabled, VersioningSuspended, VersioningEnabled} {
+			if want != VersioningOff {
+				must(t, "PutBucketVersioning "+string(want), s.c.PutBucketVersioning(ctx, b, want))
+			}
+			got, err := s.c.GetBucketVersioning(ctx, b)
+			must(t, "GetBucketVersioning", err)
+			if got != want {
+				t.Errorf("versioning = %q, want %q", got, want)
+			}
+		}
+	}},
+
+	{"lifecycle", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		rules := []LifecycleRule{
+			{ID: "abort-uploads", AbortIncompleteMultipartUploadDays: i32(2)},
+			{ID: "expire-logs", Prefix: "logs/", ExpirationDays: i32(30), NoncurrentVersionExpirationDays: i32(7)},
+		}
+		err := s.c.PutBucketLifecycle(ctx, b, rules)
+		if s.expect.lifecycle != KindUnknown {
+			wantKind(t, s, "PutBucketLifecycleConfiguration", err, s.expect.lifecycle)
+			_, err = s.c.GetBucketLifecycle(ctx, b)
+			answer(t, s, "GetBucketLifecycleConfiguration (unsupported)", err)
+			return
+		}
+		must(t, "PutBucketLifecycle", err)
+		got, err := s.c.GetBucketLifecycle(ctx, b)
+		must(t, "GetBucketLifecycle", err)
+		if !reflect.DeepEqual(got, rules) {
+			t.Errorf("lifecycle read back\n got  %s\n want %s", fmtRules(got), fmtRules(rules))
+		}
+		must(t, "PutBucketLifecycle(none)", s.c.PutBucketLifecycle(ctx, b, nil))
+		if got, err := s.c.GetBucketLifecycle(ctx, b); got != nil || err != nil {
+			t.Errorf("after delete: %v, %v", got, err)
+		}
+	}},
+
+	{"public access block", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		pab, err := s.c.GetPublicAccessBlock(ctx, b)
+		answer(t, s, "GetPublicAccessBlock fresh bucket", err)
+		want := PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: false}
+		err = s.c.PutPublicAccessBlock(ctx, b, want)
+		if s.expect.publicAccessBlock != KindUnknown {
+			wantKind(t, s, "PutPublicAccessBlock", err, s.expect.publicAccessBlock)
+			return
+		}
+		if pab != nil {
+			t.Errorf("fresh bucket has a public access block %+v", *pab)
+		}
+		must(t, "PutPublicAccessBlock", err)
+		pab, err = s.c.GetPublicAccessBlock(ctx, b)
+		must(t, "GetPublicAccessBlock", err)
+		if pab == nil || *pab != want {
+			t.Errorf("public access block = %+v, want %+v", pab, want)
+		}
+		must(t, "DeletePublicAccessBlock", s.c.DeletePublicAccessBlock(ctx, b))
+		if pab, err := s.c.GetPublicAccessBlock(ctx, b); pab != nil || err != nil {
+			t.Errorf("after delete: %+v, %v", pab, err)
+		}
+	}},
+
+	{"policy", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		if p, err := s.c.GetBucketPolicy(ctx, b); p != "" || err != nil {
+			t.Fatalf("fresh bucket policy = %q, %v", p, err)
+		}
+		policy := `{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow",` +
+			`"Principal":{"AWS":["*"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + b + `/*"]}]}`
+		must(t, "PutBucketPolicy", s.c.PutBucketPolicy(ctx, b, policy))
+		got, err := s.c.GetBucketPolicy(ctx, b)
+		must(t, "GetBucketPolicy", err)
+		if same, err := EquivalentPolicies(got, policy); err != nil || !same {
+			t.Errorf("policy = %s\nwant %s", got, policy)
+		}
+		wantKind(t, s, "PutBucketPolicy malformed", s.c.PutBucketPolicy(ctx, b, `{"Version":`), KindInvalid)
+		must(t, "DeleteBucketPolicy", s.c.DeleteBucketPolicy(ctx, b))
+		if p, err := s.c.GetBucketPolicy(ctx, b); p != "" || err != nil {
+			t.Errorf("after delete: %q, %v", p, err)
+		}
+	}},
+
+	{"canary", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		body := []byte("bucketkeeper canary " + time.Now().UTC().Format(time.RFC3339Nano))
+		must(t, "PutObject", s.c.PutObject(ctx, b, ".bucketkeeper/canary", body))
+		got, err := s.c.GetObject(ctx, b, ".bucketkeeper/canary", 1024)
+		must(t, "GetObject", err)
+		if !bytes.Equal(got, body) {
+			t.Errorf("canary = %q, want %q", got, body)
+		}
+		_, err = s.c.GetObject(ctx, b, ".bucketkeeper/canary", 4)
+		wantKind(t, s, "GetObject over the limit", err, KindInvalid)
+		must(t, "DeleteObject", s.c.DeleteObject(ctx, b, ".bucketkeeper/canary"))
+		_, err = s.c.GetObject(ctx, b, ".bucketkeeper/canary", 1024)
+		wantKind(t, s, "GetObject deleted", err, KindNotFound)
+		must(t, "DeleteObject again", s.c.DeleteObject(ctx, b, ".bucketkeeper/canary"))
+	}},
+
+	{"object versions", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		must(t, "PutBucketVersioning", s.c.PutBucketVersioning(ctx, b, VersioningEnabled))
+		for _, k := range []string{"a", "a", "b/c", "d"} {
+			must(t, "PutObject "+k, s.c.PutObject(ctx, b, k, []byte(k)))
+		}
+		must(t, "DeleteObject a (marker)", s.c.DeleteObject(ctx, b, "a"))
+		var all []ObjectVersion
+		var page *PageToken
+		for range 10 {
+			res, err := s.c.ListObjectVersions(ctx, b, page)
+			must(t, "ListObjectVersions", err)
+			all = append(all, res.Versions...)
+			if page = res.Next; page == nil {
+				break
+			}
+		}
+		var summary []string
+		for _, v := range all {
+			kind := "v"
+			if v.IsDeleteMarker {
+				kind = "m"
+			}
+			summary = append(summary, v.Key+":"+kind)
+			if v.VersionID == "" {
+				t.Errorf("entry %+v has no version ID", v)
+			}
+		}
+		sort.Strings(summary)
+		if got := strings.Join(summary, " "); got != "a:m a:v a:v b/c:v d:v" {
+			t.Errorf("versions = %s, want a:m a:v a:v b/c:v d:v", got)
+		}
+		wantKind(t, s, "DeleteBucket with versions", s.c.DeleteBucket(ctx, b), KindNotEmpty)
+		writes := s.obs.count(true)
+		must(t, "emptyBucket", emptyBucket(ctx, s.c, b))
+		if n := s.obs.count(true) - writes; n != 1 {
+			t.Errorf("emptying took %d DeleteObjects calls, want 1", n)
+		}
+		res, err := s.c.ListObjectVersions(ctx, b, nil)
+		if err != nil || len(res.Versions) != 0 {
+			t.Errorf("after emptying: %+v, %v", res, err)
+		}
+		must(t, "DeleteBucket", s.c.DeleteBucket(ctx, b))
+	}},
+
+	{"steady state only reads", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		c, obs := s.client(t, nil)
+		_, err := c.HeadBucket(ctx, b)
+		must(t, "HeadBucket", err)
+		_, err = c.GetBucketTagging(ctx, b)
+		must(t, "GetBucketTagging", err)
+		_, err = c.GetBucketVersioning(ctx, b)
+		must(t, "GetBucketVersioning", err)
+		_, err = c.GetBucketPolicy(ctx, b)
+		must(t, "GetBucketPolicy", err)
+		if w, r := obs.count(true), obs.count(false); w != 0 || r != 4 {
+			t.Errorf("observer: %d writes, %d reads; want 0 and 4 (%+v)", w, r, obs.all())
+		}
+	}},
+
+	{"outage", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		must(t, "Stop", s.srv.Stop())
+		_, err := s.c.HeadBucket(ctx, b)
+		wantKind(t, s, "HeadBucket while stopped", err, KindUnreachable)
+		if !IsTransient(err) {
+			t.Errorf("outage must be transient")
+		}
+		must(t, "Start", s.srv.Start())
+		_, err = s.c.HeadBucket(ctx, b) // pooled connections are dead now
+		must(t, "HeadBucket after restart", err)
+	}},
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

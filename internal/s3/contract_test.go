@@ -1,0 +1,175 @@
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// The contract tests run the same table against real SeaweedFS and Versity
+// S3 Gateway processes (test/testenv), one server per kind for the whole
+// binary, and pin what each one really answers. When a server upgrade
+// changes an answer, the table below is where it shows.
+
+// expectations are the per-server answers that legitimately differ.
+// A zero Kind means "supported, must succeed".
+type expectations struct {
+	createOwnAgain    Kind // CreateBucket on a bucket we already own
+	lifecycle         Kind // PutBucketLifecycleConfiguration
+	publicAccessBlock Kind // PutPublicAccessBlock
+}
+
+// Common to both (SeaweedFS mini at hack/peers' pinned version, versitygw
+// v1.8.0 posix with --versioning-dir): another identity's bucket is 409
+// BucketAlreadyExists, a missing bucket 404 NoSuchBucket (HEAD: bare 404),
+// a non-empty one 409 BucketNotEmpty, a wrong secret 403
+// SignatureDoesNotMatch and an unknown key 403 InvalidAccessKeyId (on the S3
+// API Versity does not use XAdminUserNotFound, which is its admin API's
+// answer; the classifier still maps it). Both round-trip tagging,
+// versioning, policy (SeaweedFS rewrites one-element arrays as scalars, see
+// EquivalentPolicies), the canary and version listing with delete markers.
+var contractExpect = map[testenv.S3Kind]expectations{
+	testenv.SeaweedFS: {
+		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
+		lifecycle:         KindUnknown,           // supported, round-trips
+		publicAccessBlock: KindUnknown,           // supported, round-trips
+	},
+	testenv.Versity: {
+		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
+		lifecycle:         KindNotImplemented,    // 501 NotImplemented (Get and Put)
+		publicAccessBlock: KindNotImplemented,    // 501 NotImplemented (Get and Put)
+	},
+}
+
+// store is one running server and clients for it.
+type store struct {
+	kind   testenv.S3Kind
+	srv    *testenv.S3Server
+	cfg    Config // admin identity
+	c      Client
+	obs    *observed
+	expect expectations
+}
+
+// client builds another Client for this store with cfg modified.
+func (s *store) client(t *testing.T, mod func(*Config)) (Client, *observed) {
+	t.Helper()
+	cfg := s.cfg
+	obs := &observed{}
+	cfg.Observer = obs.observe
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c, obs
+}
+
+// bucket returns a fresh bucket name and deletes the bucket (emptied) when
+// the subtest ends.
+func (s *store) bucket(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := strings.ToLower(fmt.Sprintf("bk-%.30s-%s", strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], "_", "-"), hex.EncodeToString(b)))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := emptyBucket(ctx, s.c, name); err != nil && KindOf(err) != KindNotFound {
+			t.Errorf("cleanup: empty %s: %v", name, err)
+		}
+		if err := s.c.DeleteBucket(ctx, name); err != nil && KindOf(err) != KindNotFound {
+			t.Errorf("cleanup: delete %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// emptyBucket deletes every version and delete marker, page by page.
+func emptyBucket(ctx context.Context, c Client, bucket string) error {
+	var page *PageToken
+	for range 100 {
+		res, err := c.ListObjectVersions(ctx, bucket, page)
+		if err != nil {
+			return err
+		}
+		ids := make([]ObjectID, 0, len(res.Versions))
+		for _, v := range res.Versions {
+			ids = append(ids, ObjectID{Key: v.Key, VersionID: v.VersionID})
+		}
+		if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
+			return err
+		}
+		if page = res.Next; page == nil {
+			return nil
+		}
+	}
+	return errors.New("too many pages")
+}
+
+// answer logs what the server really said, in one greppable format, and
+// returns the error's kind.
+func answer(t *testing.T, s *store, what string, err error) Kind {
+	t.Helper()
+	var e *Error
+	switch {
+	case err == nil:
+		t.Logf("ANSWER %s | %s | ok", s.kind, what)
+	case errors.As(err, &e):
+		t.Logf("ANSWER %s | %s | %s | HTTP %d | %s", s.kind, what, e.Code, e.StatusCode, e.Kind)
+	default:
+		t.Logf("ANSWER %s | %s | %T %v", s.kind, what, err, err)
+	}
+	return KindOf(err)
+}
+
+// wantKind asserts err's kind and logs the real answer.
+func wantKind(t *testing.T, s *store, what string, err error, want Kind) {
+	t.Helper()
+	if got := answer(t, s, what, err); err == nil || got != want {
+		t.Errorf("%s: kind %v, want %v (err: %v)", what, got, want, err)
+	}
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func TestContract(t *testing.T) {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			begin := time.Now()
+			srv := testenv.NewS3(t, kind)
+			t.Logf("%s ready in %v", kind, time.Since(begin).Round(time.Millisecond))
+			s := &store{kind: kind, srv: srv, expect: contractExpect[kind]}
+			s.cfg = Config{
+				Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+				AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey,
+				RequestTimeout: 30 * time.Second,
+			}
+			s.c, s.obs = s.client(t, nil)
+			for _, tc := range contractCases {
+				t.Run(tc.name, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					start := time.Now()
+					tc.run(ctx, t, s)
+					t.Logf("%s/%s took %v", kind, tc.name, time.Since(start).Round(time.Millisecond))
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package s3
+
+import (
+	"context"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+func (c *client) GetBucketLifecycle(ctx context.Context, bucket string) ([]LifecycleRule, error) {
+	var rules []LifecycleRule
+	err := c.call(ctx, "GetBucketLifecycleConfiguration", bucket, "", func(ctx context.Context) error {
+		out, err := c.api.GetBucketLifecycleConfiguration(ctx,
+			&awss3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			if hasCode(err, "NoSuchLifecycleConfiguration") {
+				return nil
+			}
+			return err
+		}
+		rules = fromSDKRules(out.Rules)
+		return nil
+	})
+	return rules, err
+}
+
+func (c *client) PutBucketLifecycle(ctx context.Context, bucket string, rules []LifecycleRule) error {
+	if len(rules) == 0 {
+		// S3 refuses an empty configuration; "no rules" means delete it.
+		return c.DeleteBucketLifecycle(ctx, bucket)
+	}
+	cfg := &types.BucketLifecycleConfiguration{Rules: toSDKRules(rules)}
+	return c.call(ctx, "PutBucketLifecycleConfiguration", bucket, "", func(ctx context.Context) error {
+		_, err := c.api.PutBucketLifecycleConfiguration(ctx, &awss3.PutBucketLifecycleConfigurationInput{
+			Bucket: aws.String(bucket), LifecycleConfiguration: cfg,
+		})
+		return err
+	})
+}
+
+func (c *client) DeleteBucketLifecycle(ctx context.Context, bucket string) error {
+	return c.call(ctx, "DeleteBucketLifecycle", bucket, "", func(ctx context.Context) error {
+		_, err := c.api.DeleteBucketLifecycle(ctx, &awss3.DeleteBucketLifecycleInput{Bucket: aws.String(bucket)})
+		return err
+	})
+}
+
+// toSDKRules writes every rule Enabled with the modern Filter form, which
+// all our stores accept; the legacy top-level Prefix is rejected by AWS
+// alongside a Filter.
+func toSDKRules(rules []LifecycleRule) []types.LifecycleRule {
+	out := make([]types.LifecycleRule, 0, len(rules))
+	for _, r := range rules {
+		sr := types.LifecycleRule{
+			Status: types.ExpirationStatusEnabled,
+			Filter: &types.LifecycleRuleFilter{Prefix: aws.String(r.Prefix)},
+		}
+		if r.ID != "" {
+			sr.ID = aws.String(r.ID)
+		}
+		if r.ExpirationDays != nil {
+			sr.Expiration = &types.LifecycleExpiration{Days: aws.Int32(*r.ExpirationDays)}
+		}
+		if r.NoncurrentVersionExpirationDays != nil {
+			sr.NoncurrentVersionExpiration = &types.NoncurrentVersionExpiration{
+				NoncurrentDays: aws.Int32(*r.NoncurrentVersionExpirationDays),
+			}
+		}
+		if r.AbortIncompleteMultipartUploadDays != nil {
+			sr.AbortIncompleteMultipartUpload = &types.AbortIncompleteMultipartUpload{
+				DaysAfterInitiation: aws.Int32(*r.AbortIncompleteMultipartUploadDays),
+			}
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// fromSDKRules normalises what a store returns so that reading back what
+// PutBucketLifecycle wrote compares equal with ==-style deep equality:
+//   - the prefix may come as Filter.Prefix, Filter.And.Prefix or the legacy
+//     top-level Prefix (older stores echo it there);
+//   - a zero or missing day count is "no such action" (nil), since some
+//     stores serialise absent actions as <Days>0</Days>;
+//   - disabled rules are dropped (the operator writes only enabled ones and
+//     replaces the whole configuration anyway);
+//   - rules are sorted by ID, as stores do not all keep the order.
+//
+// Nil is returned for no (enabled) rules.
+func fromSDKRules(in []types.LifecycleRule) []LifecycleRule {
+	var out []LifecycleRule
+	for _, r := range in {
+		if r.Status != types.ExpirationStatusEnabled {
+			continue
+		}
+		lr := LifecycleRule{ID: aws.ToString(r.ID), Prefix: rulePrefix(r)}
+		if r.Expiration != nil {
+			lr.ExpirationDays = positive(r.Expiration.Days)
+		}
+		if r.NoncurrentVersionExpiration != nil {
+			lr.NoncurrentVersionExpirationDays = positive(r.NoncurrentVersionExpiration.NoncurrentDays)
+		}
+		if r.AbortIncompleteMultipartUpload != nil {
+			lr.AbortIncompleteMultipartUploadDays = positive(r.AbortIncompleteMultipartUpload.DaysAfterInitiation)
+		}
+		out = append(out, lr)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func rulePrefix(r types.LifecycleRule) string {
+	if f := r.Filter; f != nil {
+		if f.Prefix != nil {
+			return *f.Prefix
+		}
+		if f.And != nil && f.And.Prefix != nil {
+			return *f.And.Prefix
+		}
+	}
+	return aws.ToString(r.Prefix)
+}
+
+func positive(p *int32) *int32 {
+	if p == nil || *p <= 0 {
+		return nil
+	}
+	v := *p
+	return &v
+}
