@@ -1,0 +1,131 @@
+package controller_test
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// TestRetainReleasesForTheSameClaimOnly: a retained bucket keeps its data and can be
+// bound again by a StorageBucket with the same namespace and name, by nobody else.
+func TestRetainReleasesForTheSameClaimOnly(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("keeper")
+	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := got.Status.BucketName
+	must(t, f.admin.PutObject(f.ctx, bucket, "data.txt", []byte("kept")))
+
+	must(t, k8s.Delete(f.ctx, got))
+	f.waitGone(got)
+	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+	must(t, err)
+	if tags[bkv1.TagClaim] != f.ns+"/keeper" || tags[bkv1.TagUID] != "" {
+		t.Fatalf("released bucket tags = %v, want the claim without a uid", tags)
+	}
+
+	// Another namespace names the bucket explicitly: refused.
+	other := newFixture(t, seaweed)
+	intruder := other.bucket("keeper", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = bucket })
+	other.waitCondition(intruder, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonOwnedByAnotherClaim)
+
+	// The same namespace and name binds it again, data intact.
+	again := f.bucket("keeper")
+	rebound := f.waitCondition(again, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	if rebound.Status.BucketName != bucket {
+		t.Fatalf("re-created claim got bucket %q, want %q", rebound.Status.BucketName, bucket)
+	}
+	if body, err := f.admin.GetObject(f.ctx, bucket, "data.txt", 64); err != nil || string(body) != "kept" {
+		t.Fatalf("retained data: %q, %v", body, err)
+	}
+	if tags, _ := f.admin.GetBucketTagging(f.ctx, bucket); tags[bkv1.TagUID] != string(rebound.UID) {
+		t.Fatalf("re-bound bucket tags = %v", tags)
+	}
+}
+
+func TestDeleteWaitsUntilEmpty(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("tidy", func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })
+	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := got.Status.BucketName
+	must(t, f.admin.PutObject(f.ctx, bucket, "left-over", []byte("x")))
+
+	must(t, k8s.Delete(f.ctx, got))
+	f.eventually(30e9, "deletion to be blocked", func() error {
+		cur := f.get(sb)
+		if c := findCond(cur, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonBucketNotEmpty {
+			return errf("conditions %s", describe(cur.Status.Conditions))
+		}
+		return nil
+	})
+	if _, err := f.admin.HeadBucket(f.ctx, bucket); err != nil {
+		t.Fatalf("a non-empty bucket was deleted: %v", err)
+	}
+	if ev := f.eventReasons(got); ev[bkv1.ReasonBucketNotEmpty] == 0 {
+		t.Errorf("no BucketNotEmpty warning: %v", ev)
+	}
+
+	must(t, f.admin.DeleteObject(f.ctx, bucket, "left-over"))
+	f.waitGone(got)
+	if _, err := f.admin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
+		t.Fatalf("bucket still there after deletion: %v", err)
+	}
+}
+
+func TestPurgeDeletesVersionsAndMarkers(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("purge", func(sb *bkv1.StorageBucket) {
+		sb.Spec.DeletionPolicy = bkv1.DeletionPolicyPurge
+		sb.Spec.Versioning = bkv1.VersioningEnabled
+	})
+	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := got.Status.BucketName
+	for i := range 30 {
+		key := fmt.Sprintf("obj-%d", i%10)
+		must(t, f.admin.PutObject(f.ctx, bucket, key, []byte(fmt.Sprint(i))))
+	}
+	for i := range 5 {
+		must(t, f.admin.DeleteObject(f.ctx, bucket, fmt.Sprintf("obj-%d", i))) // delete markers
+	}
+	page, err := f.admin.ListObjectVersions(f.ctx, bucket, nil)
+	must(t, err)
+	markers := 0
+	for _, v := range page.Versions {
+		if v.IsDeleteMarker {
+			markers++
+		}
+	}
+	if len(page.Versions) < 35 || markers != 5 {
+		t.Fatalf("setup: %d versions, %d delete markers", len(page.Versions), markers)
+	}
+
+	must(t, k8s.Delete(f.ctx, got))
+	f.waitGone(got)
+	if _, err := f.admin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
+		t.Fatalf("bucket still there after purge: %v", err)
+	}
+}
+
+// TestStoreDeletionWaitsForItsBuckets: a store cannot disappear from under buckets whose
+// deletion policy still needs it.
+func TestStoreDeletionWaitsForItsBuckets(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("user")
+	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}
+	must(t, k8s.Delete(f.ctx, store))
+	f.eventually(30e9, "the store to report InUse", func() error {
+		must(t, k8s.Get(f.ctx, objKey(store), store))
+		c := findStoreCond(store, bkv1.ConditionReady)
+		if c == nil || c.Reason != bkv1.ReasonInUse {
+			return errf("store conditions %v", store.Status.Conditions)
+		}
+		return nil
+	})
+	must(t, k8s.Delete(f.ctx, sb))
+	f.waitGone(sb)
+	f.waitGone(store)
+}

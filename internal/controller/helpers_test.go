@@ -1,0 +1,44 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+func ptr32(v int32) *int32 { return &v }
+
+func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func findCond(sb *bkv1.StorageBucket, typ string) *metav1.Condition {
+	return apimeta.FindStatusCondition(sb.Status.Conditions, typ)
+}
+
+// policyJSON is a bucket policy that denies deleting objects under a prefix: harmless
+// for the tests, and a real document the store has to parse.
+func policyJSON(t *testing.T, bucket string) *apiextensionsv1.JSON {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{
+		"Version": "2012-10-17",
+		"Statement": []any{map[string]any{
+			"Sid": "DenyProtectedDeletes", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+			"Resource": "arn:aws:s3:::" + bucket + "/protected/*",
+		}},
+	})
+	must(t, err)
+	return &apiextensionsv1.JSON{Raw: raw}
+}
+
+func objKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+
+func findStoreCond(s *bkv1.ObjectStore, typ string) *metav1.Condition {
+	return apimeta.FindStatusCondition(s.Status.Conditions, typ)
+}

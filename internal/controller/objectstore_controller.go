@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores/finalizers,verbs=update
+
+// ObjectStoreReconciler checks each store's credentials and reachability on its own
+// health-check interval. Its Ready condition is what StorageBuckets consult before they
+// send requests, so a store that is down costs one failing request per interval, not one
+// per bucket.
+type ObjectStoreReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Stores   *StoreRegistry
+	Clock    clock.PassiveClock
+	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
+	Heartbeat     time.Duration
+	OnStatusWrite func(kind string)
+}
+
+func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, req.NamespacedName, store); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	patcher := newStatusPatcher(r.Client, store, func() {
+		if r.OnStatusWrite != nil {
+			r.OnStatusWrite("ObjectStore")
+		}
+	})
+	defer func() {
+		if err := patcher.patch(ctx, store, func(o client.Object) any { return o.(*bkv1.ObjectStore).Status }); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+
+	if !store.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, store)
+	}
+	if !controllerutil.ContainsFinalizer(store, bkv1.Finalizer) {
+		return ctrl.Result{}, patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
+	}
+
+	interval := 30 * time.Second
+	if store.Spec.HealthCheck.Interval != nil {
+		interval = store.Spec.HealthCheck.Interval.Duration
+	}
+	reason, message := r.healthCheck(ctx, store)
+	r.setHealth(store, reason, message)
+	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// healthCheck sends one signed ListBuckets: it proves the endpoint answers, TLS is
+// trusted and the credentials are accepted.
+func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.ObjectStore) (reason, message string) {
+	c, err := r.Stores.ClientFor(ctx, store)
+	if err != nil {
+		se := asStepError(err, "building the store client")
+		return se.Reason, se.Message
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.ListBuckets(ctx); err != nil {
+		switch s3.KindOf(err) {
+		case s3.KindInvalidCredentials, s3.KindAccessDenied:
+			return bkv1.ReasonCredentialsInvalid, fmt.Sprintf("the store rejected the credentials: %v", err)
+		case s3.KindTLS:
+			return bkv1.ReasonTLSError, fmt.Sprintf("TLS handshake with the store failed: %v", err)
+		default:
+			return bkv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer the health check: %v", err)
+		}
+	}
+	return bkv1.ReasonReady, "the store answers and accepts the credentials"
+}
+
+// setHealth records the verdict. lastHealthCheckTime moves on every change of verdict
+// and otherwise at most once per heartbeat, so a healthy store costs almost no writes.
+func (r *ObjectStoreReconciler) setHealth(store *bkv1.ObjectStore, reason, message string) {
+	status := metav1.ConditionFalse
+	if reason == bkv1.ReasonReady {
+		status = metav1.ConditionTrue
+	}
+	before := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	changed := before == nil || before.Status != status || before.Reason != reason || before.ObservedGeneration != store.Generation
+	now := r.Clock.Now()
+	if changed && r.Recorder != nil {
+		eventType := corev1.EventTypeNormal
+		if status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(store, nil, eventType, reason, "HealthCheck", "%s", message)
+	}
+	if changed || store.Status.LastHealthCheckTime == nil || now.Sub(store.Status.LastHealthCheckTime.Time) >= r.Heartbeat {
+		t := metav1.NewTime(now)
+		store.Status.LastHealthCheckTime = &t
+	}
+	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, status, reason, message)
+	if status == metav1.ConditionTrue {
+		removeCondition(&store.Status.Conditions, bkv1.ConditionStalled)
+		store.Status.ObservedGeneration = store.Generation
+		return
+	}
+	switch reason {
+	case bkv1.ReasonCredentialsMissing, bkv1.ReasonCredentialsInvalid, bkv1.ReasonTLSError:
+		setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
+		store.Status.ObservedGeneration = store.Generation
+	default:
+		removeCondition(&store.Status.Conditions, bkv1.ConditionStalled)
+	}
+}
+
+// reconcileDelete refuses to let a store go while buckets still use it: their deletion
+// policies need the store to be carried out.
+func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore) (ctrl.Result, error) {
+	users := &bkv1.StorageBucketList{}
+	if err := r.List(ctx, users, client.MatchingFields{IndexStorageBucketStore: store.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(users.Items); n > 0 {
+		names := make([]string, 0, min(n, 5))
+		for _, sb := range users.Items[:min(n, 5)] {
+			names = append(names, claimOf(&sb))
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(names, ", "), more)
+		if c := findCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
+			r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg)
+		}
+		setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse, msg)
+		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store
+	}
+	r.Stores.Forget(store.Name)
+	err := patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}

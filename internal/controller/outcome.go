@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// stepError is how a sub-reconciler reports a failure: the condition reason a person
+// sees, and whether retrying can help. Terminal errors set Stalled and wait for a change
+// (spec, store, Secret) or the next sync; transient ones go back to the queue with
+// per-object exponential backoff.
+type stepError struct {
+	Reason   string
+	Message  string
+	Terminal bool
+	// Waiting marks a failure that another object's watch will resolve (the store
+	// becoming reachable): neither stalled nor retried on a timer.
+	Waiting bool
+	Err     error
+}
+
+func (e *stepError) Error() string {
+	if e.Err != nil && e.Message == "" {
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *stepError) Unwrap() error { return e.Err }
+
+func terminalf(reason, format string, args ...any) *stepError {
+	return &stepError{Reason: reason, Message: fmt.Sprintf(format, args...), Terminal: true}
+}
+
+func waitingf(reason, format string, args ...any) *stepError {
+	return &stepError{Reason: reason, Message: fmt.Sprintf(format, args...), Waiting: true}
+}
+
+// asStepError turns any error into a stepError. S3 errors are mapped by kind so the same
+// failure reads the same on every store; anything unknown is transient.
+func asStepError(err error, doing string) *stepError {
+	var se *stepError
+	if errors.As(err, &se) {
+		return se
+	}
+	var store *StoreError
+	if errors.As(err, &store) {
+		return &stepError{Reason: store.Reason, Message: store.Message, Terminal: true, Err: err}
+	}
+	msg := fmt.Sprintf("%s: %v", doing, err)
+	out := &stepError{Message: msg, Err: err}
+	switch s3.KindOf(err) {
+	case s3.KindInvalidCredentials:
+		out.Reason, out.Terminal = bkv1.ReasonCredentialsInvalid, true
+	case s3.KindAccessDenied:
+		out.Reason, out.Terminal = bkv1.ReasonAccessDenied, true
+	case s3.KindTLS:
+		out.Reason, out.Terminal = bkv1.ReasonTLSError, true
+	case s3.KindUnreachable, s3.KindTimeout:
+		out.Reason = bkv1.ReasonStoreUnreachable
+	case s3.KindThrottled:
+		out.Reason = bkv1.ReasonThrottled
+	case s3.KindInvalid:
+		out.Reason, out.Terminal = bkv1.ReasonConfigFailed, true
+	default:
+		out.Reason = bkv1.ReasonProgressing
+	}
+	return out
+}

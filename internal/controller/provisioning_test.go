@@ -1,0 +1,202 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+func TestProvisionBucketAndConnectionSecret(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("photos", func(sb *bkv1.StorageBucket) {
+		sb.Spec.Versioning = bkv1.VersioningEnabled
+		sb.Spec.Tags = map[string]string{"team": "media"}
+	})
+	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+
+	if got.Status.BucketName == "" || !strings.HasPrefix(got.Status.BucketName, f.ns+"-photos-") {
+		t.Errorf("status.bucketName = %q, want the derived name", got.Status.BucketName)
+	}
+	if got.Status.Endpoint != seaweed.Endpoint || got.Status.Region != seaweed.Region || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("status endpoint/region/observedGeneration = %q/%q/%d", got.Status.Endpoint, got.Status.Region, got.Status.ObservedGeneration)
+	}
+	for _, typ := range []string{bkv1.ConditionProvisioned, bkv1.ConditionConfigured} {
+		if c := findCond(got, typ); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s not True: %s", typ, describe(got.Status.Conditions))
+		}
+	}
+	if findCond(got, bkv1.ConditionStalled) != nil || findCond(got, bkv1.ConditionReconciling) != nil {
+		t.Errorf("Stalled/Reconciling left behind: %s", describe(got.Status.Conditions))
+	}
+
+	bucket := got.Status.BucketName
+	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+	must(t, err)
+	if tags[bkv1.TagClaim] != f.ns+"/photos" || tags[bkv1.TagUID] != string(got.UID) || tags["team"] != "media" {
+		t.Errorf("bucket tags = %v", tags)
+	}
+	if v, err := f.admin.GetBucketVersioning(f.ctx, bucket); err != nil || v != s3.VersioningEnabled {
+		t.Errorf("versioning = %q, %v", v, err)
+	}
+
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "photos-bucket"}, secret))
+	if !metav1.IsControlledBy(secret, got) {
+		t.Errorf("connection Secret is not controlled by the StorageBucket: %v", secret.OwnerReferences)
+	}
+	if secret.Labels[bkv1.LabelManagedBy] != bkv1.LabelManagedByValue {
+		t.Errorf("connection Secret labels = %v", secret.Labels)
+	}
+	wantKeys := map[string]string{
+		controller.KeyBucketName: bucket, controller.KeyBucketRegion: seaweed.Region, controller.KeyAWSRegion: seaweed.Region,
+		controller.KeyBucketEndpoint: seaweed.Endpoint, controller.KeyAWSEndpointS3: seaweed.Endpoint, controller.KeyBucketHost: "127.0.0.1",
+	}
+	for k, v := range wantKeys {
+		if string(secret.Data[k]) != v {
+			t.Errorf("connection Secret %s = %q, want %q", k, secret.Data[k], v)
+		}
+	}
+	if len(secret.Data[controller.KeyBucketPort]) == 0 {
+		t.Error("connection Secret has no BUCKET_PORT")
+	}
+	for k, v := range secret.Data {
+		if string(v) == seaweed.SecretAccessKey || string(v) == seaweed.AccessKeyID || strings.HasPrefix(k, "AWS_ACCESS") || strings.HasPrefix(k, "AWS_SECRET") {
+			t.Errorf("connection Secret carries the store's admin credentials under %s", k)
+		}
+	}
+	if ev := f.eventReasons(got); ev[bkv1.ReasonBucketCreated] == 0 {
+		t.Errorf("no BucketCreated event; events: %v", ev)
+	}
+	if strings.Contains(logs.String(), seaweed.SecretAccessKey) {
+		t.Error("the store's secret key appears in the manager log")
+	}
+}
+
+// TestSecondReconcileChangesNothing runs a full resync of a Ready bucket (a fresh
+// reconciler, so nothing is remembered) and counts what it writes: no mutating S3 call,
+// no status write.
+func TestSecondReconcileChangesNothing(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("steady", func(sb *bkv1.StorageBucket) {
+		sb.Spec.Versioning = bkv1.VersioningEnabled
+		sb.Spec.Tags = map[string]string{"a": "b"}
+		sb.Spec.Lifecycle = &bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{{ID: "tmp", Prefix: "tmp/", ExpirationDays: ptr32(3)}}}
+		sb.Spec.Policy = policyJSON(t, naming.BucketName("", f.ns, "steady"))
+	})
+	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	time.Sleep(time.Second) // let the manager's own follow-up reconciles settle
+
+	statusWrites := 0
+	counting, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	wrapped := interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusWrites++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	var ops []string
+	stores := &controller.StoreRegistry{Client: wrapped, APIReader: counting, Factory: s3.New,
+		Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
+	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(10), Stores: stores,
+		Clock: clock.RealClock{}, SyncInterval: time.Hour}
+	res, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
+	must(t, err)
+	if res.RequeueAfter != time.Hour {
+		t.Errorf("RequeueAfter = %s, want the sync interval", res.RequeueAfter)
+	}
+	mutating := 0
+	for _, op := range ops {
+		if s3.IsMutating(op) {
+			mutating++
+		}
+	}
+	if len(ops) == 0 {
+		t.Fatal("the resync read nothing from the store; it cannot have checked for drift")
+	}
+	if mutating != 0 || statusWrites != 0 {
+		t.Fatalf("a resync of a converged bucket made %d mutating S3 calls and %d status writes (ops: %v)", mutating, statusWrites, ops)
+	}
+}
+
+func TestDriftIsCorrected(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("drifty", func(sb *bkv1.StorageBucket) {
+		sb.Spec.Versioning = bkv1.VersioningEnabled
+		sb.Spec.Tags = map[string]string{"team": "a"}
+		sb.Spec.Lifecycle = &bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{{ID: "tmp", Prefix: "tmp/", ExpirationDays: ptr32(3)}}}
+		sb.Spec.Policy = policyJSON(t, naming.BucketName("", f.ns, "drifty"))
+	})
+	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := got.Status.BucketName
+
+	// Someone changes everything behind the operator's back.
+	must(t, f.admin.PutBucketVersioning(f.ctx, bucket, s3.VersioningSuspended))
+	must(t, f.admin.PutBucketTagging(f.ctx, bucket, map[string]string{"team": "b", bkv1.TagClaim: f.ns + "/drifty", bkv1.TagUID: string(got.UID)}))
+	must(t, f.admin.DeleteBucketLifecycle(f.ctx, bucket))
+	must(t, f.admin.DeleteBucketPolicy(f.ctx, bucket))
+
+	f.eventually(4*syncInterval, "drift to be corrected", func() error {
+		return checkBucket(f, bucket, s3.VersioningEnabled, "a", 1, true)
+	})
+
+	// Removing settings from the spec removes them from the bucket.
+	latest := f.get(sb)
+	latest.Spec.Tags = nil
+	latest.Spec.Lifecycle = nil
+	latest.Spec.Policy = nil
+	must(t, k8s.Update(f.ctx, latest))
+	f.eventually(30*time.Second, "removed settings to disappear", func() error {
+		return checkBucket(f, bucket, s3.VersioningEnabled, "", 0, false)
+	})
+}
+
+func TestStalledObjectSendsNoRequestStorm(t *testing.T) {
+	f := newFixture(t, seaweed)
+	must(t, f.admin.CreateBucket(f.ctx, "foreign-"+f.ns, ""))
+	sb := f.bucket("stalled", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = "foreign-" + f.ns })
+	f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonBucketNotOwned)
+
+	before := requests.snapshot(f.store)
+	time.Sleep(30 * time.Second)
+	total, mutating, ops := since(before, requests.snapshot(f.store))
+	// The store's health check (every 5s) plus one resync per sync interval (HEAD and
+	// tags): about 6 + 2*7 requests. A hot loop would be thousands.
+	if limit := int(30*time.Second/(5*time.Second)) + 3*int(30*time.Second/syncInterval) + 3; total > limit || mutating > 0 {
+		t.Fatalf("a stalled object caused %d S3 requests (%d mutating) in 30s, limit %d: %v", total, mutating, limit, ops)
+	}
+}
+
+func checkBucket(f *fixture, bucket string, versioning s3.VersioningStatus, team string, rules int, policy bool) error {
+	if v, err := f.admin.GetBucketVersioning(f.ctx, bucket); err != nil || v != versioning {
+		return errf("versioning %q (%v)", v, err)
+	}
+	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+	if err != nil || tags["team"] != team {
+		return errf("tags %v (%v)", tags, err)
+	}
+	lc, err := f.admin.GetBucketLifecycle(f.ctx, bucket)
+	if err != nil || len(lc) != rules {
+		return errf("lifecycle %v (%v)", lc, err)
+	}
+	p, err := f.admin.GetBucketPolicy(f.ctx, bucket)
+	if err != nil || (p != "") != policy {
+		return errf("policy %q (%v)", p, err)
+	}
+	return nil
+}

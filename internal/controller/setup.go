@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// Field indexes: every "which objects use this one" question is an index lookup, never a
+// list of everything.
+const (
+	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
+	IndexStorageBucketStore = "spec.objectStoreRef.name"
+	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
+	// Secret they reference (operator and application credentials).
+	IndexObjectStoreSecret = "spec.secretRefs"
+)
+
+// SetupIndexes registers the field indexes both controllers rely on.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
+		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &bkv1.ObjectStore{}, IndexObjectStoreSecret, func(o client.Object) []string {
+		var refs []string
+		for _, ref := range []*bkv1.SecretReference{o.(*bkv1.ObjectStore).Spec.CredentialsSecretRef, o.(*bkv1.ObjectStore).Spec.ApplicationCredentialsSecretRef} {
+			if ref != nil {
+				refs = append(refs, ref.Namespace+"/"+ref.Name)
+			}
+		}
+		return refs
+	})
+}
+
+// rateLimiter backs off per object from 1s to 5m: a failing bucket retries soon, then
+// rarely, and never in a hot loop (the default starts at 5ms).
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
+}
+
+// SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
+// deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
+// credentials and namespaces its verdicts depend on.
+func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt))).
+		Owns(&corev1.Secret{}).
+		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(credentialsSecret())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()}).
+		Complete(r)
+}
+
+// SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or
+// to a StorageBucket using the store (for deletion) re-reconciles it.
+func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bkv1.ObjectStore{}, builder.WithPredicates(specOrLifecycleChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.storesOfSecret), builder.WithPredicates(credentialsSecret())).
+		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		Complete(r)
+}
+
+// specOrLifecycleChanged passes creations, deletions, spec changes, finalizer changes
+// and changes of the named annotations, but not status writes: our own status patch must
+// not wake the object again.
+func specOrLifecycleChanged(annotations ...string) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		if o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) || len(o.GetFinalizers()) != len(n.GetFinalizers()) {
+			return true
+		}
+		for _, a := range annotations {
+			if o.GetAnnotations()[a] != n.GetAnnotations()[a] {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// storeVerdictChanged passes store updates that can change a bucket's verdict: a new
+// spec, or a different Ready status or reason.
+func storeVerdictChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*bkv1.ObjectStore), e.ObjectNew.(*bkv1.ObjectStore)
+		if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+			return true
+		}
+		before, after := apimeta.FindStatusCondition(o.Status.Conditions, bkv1.ConditionReady), apimeta.FindStatusCondition(n.Status.Conditions, bkv1.ConditionReady)
+		if (before == nil) != (after == nil) {
+			return true
+		}
+		return before != nil && (before.Status != after.Status || before.Reason != after.Reason || before.ObservedGeneration != after.ObservedGeneration)
+	}}
+}
+
+func credentialsSecret() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[LabelSecretRole] == SecretRoleCredentials
+	})
+}
+
+func (r *StorageBucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
+	return bucketsUsing(ctx, r.Client, o.GetName())
+}
+
+func bucketsUsing(ctx context.Context, c client.Reader, store string) []reconcile.Request {
+	list := &bkv1.StorageBucketList{}
+	if err := c.List(ctx, list, client.MatchingFields{IndexStorageBucketStore: store}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, sb := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+	}
+	return out
+}
+
+// bucketsOfSecret: an application-credentials Secret changes the connection Secrets of
+// every bucket on the stores that name it.
+func (r *StorageBucketReconciler) bucketsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, store := range storesReferencing(ctx, r.Client, o) {
+		out = append(out, bucketsUsing(ctx, r.Client, store.Name)...)
+	}
+	return out
+}
+
+func (r *StorageBucketReconciler) bucketsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &bkv1.StorageBucketList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, sb := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+	}
+	return out
+}
+
+func (r *ObjectStoreReconciler) storesOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, store := range storesReferencing(ctx, r.Client, o) {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: store.Name}})
+	}
+	return out
+}
+
+func storesReferencing(ctx context.Context, c client.Reader, secret client.Object) []bkv1.ObjectStore {
+	list := &bkv1.ObjectStoreList{}
+	if err := c.List(ctx, list, client.MatchingFields{IndexObjectStoreSecret: secret.GetNamespace() + "/" + secret.GetName()}); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+func storeOfBucket(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}}}
+}

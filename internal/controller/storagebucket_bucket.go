@@ -1,0 +1,224 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// AnnotationCreatedBucket records, before CreateBucket is sent, the bucket this claim is
+// about to create. A manager that dies between creating and tagging the bucket finds an
+// untagged bucket on restart; this annotation is what tells it the bucket is its own
+// work rather than someone else's bucket that must not be adopted.
+const AnnotationCreatedBucket = "bucketkeeper.io/created-bucket"
+
+// ownership is how a bucket's tags relate to one StorageBucket.
+type ownership int
+
+const (
+	// unowned: no bucketkeeper tags at all.
+	unowned ownership = iota
+	// ownedByUs: tagged with this claim and this object's UID.
+	ownedByUs
+	// released: tagged with this claim but no UID: a Retain deletion let it go, and
+	// only a claim with the same namespace and name may bind it again.
+	released
+	// ownedByOther: tagged for another claim, or for this namespace/name with another
+	// UID (another cluster sharing the store, or an earlier object never released).
+	ownedByOther
+)
+
+func claimOf(sb *bkv1.StorageBucket) string { return sb.Namespace + "/" + sb.Name }
+
+func ownershipOf(tags map[string]string, claim string, uid types.UID) ownership {
+	tagClaim, tagUID := tags[bkv1.TagClaim], tags[bkv1.TagUID]
+	switch {
+	case tagClaim == "" && tagUID == "":
+		return unowned
+	case tagClaim != claim:
+		return ownedByOther
+	case tagUID == string(uid):
+		return ownedByUs
+	case tagUID == "":
+		return released
+	default:
+		return ownedByOther
+	}
+}
+
+// ownerTags are the tags that make a bucket this claim's.
+func ownerTags(sb *bkv1.StorageBucket) map[string]string {
+	return map[string]string{bkv1.TagClaim: claimOf(sb), bkv1.TagUID: string(sb.UID)}
+}
+
+// reconcileBucket makes sure the bucket exists and belongs to this claim. Only a bucket
+// carrying this claim's tags counts as "already done"; anything else is either adopted
+// (when allowed) or left untouched with a condition that says why.
+func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	if !r.syncDue(scope) {
+		return nil
+	}
+
+	_, err := scope.s3.HeadBucket(ctx, scope.bucket)
+	switch s3.KindOf(err) {
+	case s3.KindNotFound:
+		return r.createBucket(ctx, scope)
+	case s3.KindAccessDenied:
+		return terminalf(bkv1.ReasonBucketNameTaken, "bucket %q exists but these credentials may not access it: it belongs to another account", scope.bucket)
+	}
+	if err != nil {
+		return asStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
+	}
+
+	tags, err := scope.s3.GetBucketTagging(ctx, scope.bucket)
+	if err != nil {
+		return asStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+	}
+	switch ownershipOf(tags, claimOf(sb), sb.UID) {
+	case ownedByUs:
+		r.provisioned(scope, bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket")
+		return nil
+	case released:
+		if err := r.tagOwner(ctx, scope, tags); err != nil {
+			return err
+		}
+		r.provisioned(scope, bkv1.ReasonBucketBound, "released bucket %q bound again to this StorageBucket")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketBound, "Bind", "bound released bucket %s", scope.bucket)
+		return nil
+	case ownedByOther:
+		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to StorageBucket %s (uid %s); it is never taken over", scope.bucket, tags[bkv1.TagClaim], tags[bkv1.TagUID])
+	}
+
+	// Unowned. Our own earlier create, interrupted before tagging, is finished now.
+	if sb.Annotations[AnnotationCreatedBucket] == scope.bucket {
+		if err := r.tagOwner(ctx, scope, tags); err != nil {
+			return err
+		}
+		r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s", scope.bucket)
+		return nil
+	}
+	if sb.Spec.Adoption != bkv1.AdoptionIfUnowned {
+		return terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over", scope.bucket)
+	}
+	if err := r.tagOwner(ctx, scope, tags); err != nil {
+		return err
+	}
+	r.provisioned(scope, bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted")
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketAdopted, "Adopt", "adopted pre-existing bucket %s", scope.bucket)
+	return nil
+}
+
+func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	recreating := sb.Status.BucketName == scope.bucket && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
+
+	if sb.Annotations[AnnotationCreatedBucket] != scope.bucket {
+		err := patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) {
+			if o.Annotations == nil {
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[AnnotationCreatedBucket] = scope.bucket
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
+	switch s3.KindOf(err) {
+	case s3.KindBucketNameTaken:
+		return terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
+	case s3.KindAlreadyOwnedByYou:
+		// Created by these credentials between our HEAD and CREATE: decide by tags, as
+		// for any existing bucket, on the next pass.
+		return asStepError(err, fmt.Sprintf("bucket %q appeared while creating it", scope.bucket))
+	}
+	if err != nil {
+		return asStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
+	}
+	if err := r.tagOwner(ctx, scope, nil); err != nil {
+		return err
+	}
+	if recreating {
+		r.provisioned(scope, bkv1.ReasonBucketRecreated, "bucket %q had disappeared and was created again")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonBucketRecreated, "Create", "bucket %s had disappeared from the store and was created again (empty)", scope.bucket)
+		return nil
+	}
+	r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s in region %s", scope.bucket, scope.region)
+	return nil
+}
+
+// tagOwner adds the ownership tags, keeping the tags already there; the configuration
+// step then brings the rest of the tags in line with the spec.
+func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketScope, existing map[string]string) error {
+	tags := maps.Clone(existing)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	maps.Copy(tags, scope.sb.Spec.Tags)
+	maps.Copy(tags, ownerTags(scope.sb))
+	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
+		return asStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
+	}
+	return nil
+}
+
+// provisioned records ownership in status. An already-true Provisioned condition keeps
+// its reason, so steady-state reconciles leave the status unchanged.
+func (r *StorageBucketReconciler) provisioned(scope *bucketScope, reason, format string) {
+	sb := scope.sb
+	sb.Status.BucketName = scope.bucket
+	sb.Status.Region = scope.region
+	sb.Status.Endpoint = endpointOf(scope.store, scope.region)
+	if reason == bkv1.ReasonBucketBound && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		c := findCondition(sb.Status.Conditions, bkv1.ConditionProvisioned)
+		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, c.Reason, c.Message)
+		return
+	}
+	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
+}
+
+// endpointOf is the URL applications use: the store's endpoint, or AWS's regional one.
+func endpointOf(store *bkv1.ObjectStore, region string) string {
+	if store.Spec.Endpoint != "" {
+		return store.Spec.Endpoint
+	}
+	return fmt.Sprintf("https://s3.%s.amazonaws.com", region)
+}
+
+// syncDue says whether bucket and configuration must be checked against the store now:
+// on a new generation, a changed store, an earlier failure, or every SyncInterval.
+func (r *StorageBucketReconciler) syncDue(scope *bucketScope) bool {
+	sb := scope.sb
+	if !settled(sb) {
+		return true
+	}
+	return r.synced.due(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), r.Clock.Now(), r.SyncInterval)
+}
+
+// settled says whether the status shows a finished sync: the bucket is ours and the
+// configuration was applied (or what the store lacks was reported). The memo alone is
+// not enough: a reconcile may read an object from the cache before its last status write
+// arrived, and must then redo the work rather than summarise an empty status.
+func settled(sb *bkv1.StorageBucket) bool {
+	if sb.Status.BucketName == "" || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		return false
+	}
+	c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == bkv1.ReasonNotSupportedByStore)
+}
+
+func syncVersion(scope *bucketScope) string {
+	return fmt.Sprintf("%d/%s/%d", scope.sb.Generation, scope.store.UID, scope.store.Generation)
+}

@@ -1,0 +1,300 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=storagebuckets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=storagebuckets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=storagebuckets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// StorageBucketReconciler keeps a bucket on an S3-compatible store in line with a
+// StorageBucket: it provisions the bucket, applies its configuration, writes the
+// connection Secret and carries out the deletion policy.
+type StorageBucketReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Stores   *StoreRegistry
+	Clock    clock.PassiveClock
+	// SyncInterval is how often bucket and configuration are re-read from the store to
+	// correct drift made outside the operator.
+	SyncInterval time.Duration
+	// OnStatusWrite is called after every status write (metrics); may be nil.
+	OnStatusWrite func(kind string)
+
+	synced syncMemo
+}
+
+// bucketScope carries what the sub-reconcilers of one StorageBucket share.
+type bucketScope struct {
+	sb     *bkv1.StorageBucket
+	store  *bkv1.ObjectStore
+	s3     s3.Client
+	bucket string
+	region string
+}
+
+// Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
+// every time and never depends on which event woke it.
+func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	sb := &bkv1.StorageBucket{}
+	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.synced.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	patcher := newStatusPatcher(r.Client, sb, r.statusWritten)
+	defer func() {
+		if err := patcher.patch(ctx, sb, func(o client.Object) any { return o.(*bkv1.StorageBucket).Status }); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+
+	if !sb.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, sb)
+	}
+
+	// Add the finalizer first and return: the update event brings us back, and from
+	// then on no bucket can exist without the finalizer that cleans it up.
+	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
+		return ctrl.Result{}, patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
+	}
+
+	if sb.Spec.Suspend {
+		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+
+	return r.reconcileNormal(ctx, sb)
+}
+
+// reconcileNormal runs the sub-reconcilers in order; each needs what the one before
+// established. The summary conditions are computed from whatever they reached.
+func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket) (ctrl.Result, error) {
+	scope := &bucketScope{sb: sb}
+	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
+		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
+	}
+
+	steps := []struct {
+		condition string
+		run       func(context.Context, *bucketScope) error
+	}{
+		{bkv1.ConditionProvisioned, r.reconcileStore},
+		{bkv1.ConditionProvisioned, r.reconcileBucket},
+		{bkv1.ConditionConfigured, r.reconcileConfiguration},
+		{bkv1.ConditionReady, r.reconcileConnectionSecret},
+	}
+	var deferred *stepError
+	deferredCondition := ""
+	for _, step := range steps {
+		err := step.run(ctx, scope)
+		if err == nil {
+			continue
+		}
+		se := asStepError(err, "reconciling")
+		if se.Reason == bkv1.ReasonNotSupportedByStore {
+			// Report it, but let the connection Secret converge too.
+			deferred, deferredCondition = se, step.condition
+			continue
+		}
+		return r.summarize(ctx, sb, step.condition, se)
+	}
+	return r.summarize(ctx, sb, deferredCondition, deferred)
+}
+
+// summarize sets Ready, Reconciling and Stalled from the outcome, kstatus-style: Ready
+// is the verdict, Reconciling=True while retrying, Stalled=True when a human must act.
+// observedGeneration moves only when the generation got a final verdict.
+func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, failed string, err *stepError) (ctrl.Result, error) {
+	conds := &sb.Status.Conditions
+	gen := sb.Generation
+	if err == nil {
+		setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, fmt.Sprintf("bucket %s is provisioned and configured", sb.Status.BucketName))
+		removeCondition(conds, bkv1.ConditionReconciling)
+		removeCondition(conds, bkv1.ConditionStalled)
+		sb.Status.ObservedGeneration = gen
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	}
+
+	if failed != "" && failed != bkv1.ConditionReady && !err.Waiting {
+		setCondition(conds, gen, failed, metav1.ConditionFalse, err.Reason, err.Message)
+	}
+	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
+	switch {
+	case err.Terminal:
+		r.warnOnce(sb, err)
+		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionReconciling)
+		sb.Status.ObservedGeneration = gen
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	case err.Waiting:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	default:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", err.Message)
+		return ctrl.Result{}, err
+	}
+}
+
+// warnOnce emits a Warning event when a terminal reason first appears, not on every
+// sync of an object that stays stalled.
+func (r *StorageBucketReconciler) warnOnce(sb *bkv1.StorageBucket, err *stepError) {
+	if c := findCondition(sb.Status.Conditions, bkv1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue && c.Reason == err.Reason {
+		return
+	}
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+}
+
+// reconcileStore finds the ObjectStore, checks that this namespace may use it and that
+// it is healthy, and picks the bucket name and region.
+func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
+		}
+		return err
+	}
+	if !store.DeletionTimestamp.IsZero() {
+		return terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
+	}
+	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
+		return err
+	}
+	if err := storeHealth(store); err != nil {
+		return err
+	}
+	c, err := r.Stores.ClientFor(ctx, store)
+	if err != nil {
+		return err
+	}
+	scope.store, scope.s3 = store, c
+	scope.bucket = bucketNameFor(sb, store)
+	scope.region = sb.Spec.Region
+	if scope.region == "" {
+		scope.region = storeRegion(store)
+	}
+	return nil
+}
+
+func (r *StorageBucketReconciler) checkNamespaceAllowed(ctx context.Context, store *bkv1.ObjectStore, namespace string) error {
+	if store.Spec.AllowedNamespaces == nil {
+		return nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(store.Spec.AllowedNamespaces)
+	if err != nil {
+		return terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+		return err
+	}
+	if !selector.Matches(labels.Set(ns.Labels)) {
+		return terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces: %s)", namespace, store.Name, selector)
+	}
+	return nil
+}
+
+// storeHealth reads the verdict of the store's own health check, so that when a store is
+// down its buckets say so without each sending a failing request of its own.
+func storeHealth(store *bkv1.ObjectStore) error {
+	ready := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	switch {
+	case ready == nil || ready.ObservedGeneration != store.Generation:
+		return waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
+	case ready.Status == metav1.ConditionTrue:
+		return nil
+	case ready.Reason == bkv1.ReasonStoreUnreachable:
+		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable: %s", store.Name, ready.Message)
+	case ready.Reason == bkv1.ReasonCredentialsMissing, ready.Reason == bkv1.ReasonCredentialsInvalid, ready.Reason == bkv1.ReasonTLSError:
+		return terminalf(ready.Reason, "ObjectStore %q: %s", store.Name, ready.Message)
+	default:
+		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready: %s", store.Name, ready.Message)
+	}
+}
+
+// bucketNameFor keeps a name once recorded, so a later change of the store's prefix
+// never moves an existing claim to another bucket.
+func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
+	switch {
+	case sb.Spec.BucketName != "":
+		return sb.Spec.BucketName
+	case sb.Status.BucketName != "":
+		return sb.Status.BucketName
+	default:
+		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
+	}
+}
+
+func (r *StorageBucketReconciler) statusWritten() {
+	if r.OnStatusWrite != nil {
+		r.OnStatusWrite("StorageBucket")
+	}
+}
+
+// syncMemo remembers when each StorageBucket's bucket and configuration were last
+// checked against the store, so reconciles woken for other reasons (a Secret, the
+// store's health) do not re-read five settings per bucket. It lives in memory: after a
+// restart every bucket is checked once, which is what a restart should do.
+type syncMemo struct {
+	mu      sync.Mutex
+	records map[types.NamespacedName]syncRecord
+}
+
+type syncRecord struct {
+	uid     types.UID
+	version string
+	at      time.Time
+}
+
+func (m *syncMemo) due(key types.NamespacedName, uid types.UID, version string, now time.Time, interval time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.records[key]
+	return !ok || rec.uid != uid || rec.version != version || now.Sub(rec.at) >= interval
+}
+
+func (m *syncMemo) done(key types.NamespacedName, uid types.UID, version string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.records == nil {
+		m.records = map[types.NamespacedName]syncRecord{}
+	}
+	m.records[key] = syncRecord{uid: uid, version: version, at: now}
+}
+
+func (m *syncMemo) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.records, key)
+}

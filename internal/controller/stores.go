@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// Secret keys of a credentials Secret named by an ObjectStore.
+const (
+	KeyAccessKeyID     = "accessKeyID"
+	KeySecretAccessKey = "secretAccessKey"
+	KeySessionToken    = "sessionToken"
+)
+
+// LabelSecretRole marks every Secret the manager needs to see: the connection Secrets it
+// writes and the credential Secrets stores name (labelled on first use). The manager's
+// cache selects Secrets by this label, so it never holds every Secret in the cluster.
+const (
+	LabelSecretRole       = "bucketkeeper.io/secret-role"
+	SecretRoleConnection  = "connection"
+	SecretRoleCredentials = "credentials"
+	LabelStorageBucket    = "bucketkeeper.io/storagebucket"
+	defaultStoreRegion    = "us-east-1"
+)
+
+// StoreRegistry hands out one S3 client per ObjectStore and keeps it while neither the
+// store's spec nor its credentials Secret changes. Building a client is cheap, but a
+// client also carries the store's request budget (a token bucket), which only works if
+// every reconcile of every bucket on the store shares it.
+type StoreRegistry struct {
+	// Client reads cached, labelled Secrets; APIReader reads a credentials Secret the
+	// cache does not hold yet (before it is labelled).
+	Client    client.Client
+	APIReader client.Reader
+	Factory   s3.Factory
+	// Observer is called for every S3 request, with the store's name.
+	Observer func(store, operation string, httpStatus int, err error)
+
+	mu      sync.Mutex
+	clients map[string]storeClient
+}
+
+type storeClient struct {
+	version string
+	client  s3.Client
+}
+
+// StoreError is a problem with a store's configuration or credentials, reported with
+// the condition reason it maps to. It is terminal: retrying will not fix it.
+type StoreError struct {
+	Reason  string
+	Message string
+}
+
+func (e *StoreError) Error() string { return e.Message }
+
+// ClientFor returns the S3 client for store, building it when the store's generation or
+// its credentials changed since the last call.
+func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
+	creds, credsVersion, err := r.credentials(ctx, store.Spec.CredentialsSecretRef)
+	if err != nil {
+		return nil, err
+	}
+	version := fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, credsVersion)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[store.Name]; ok && c.version == version {
+		return c.client, nil
+	}
+	cfg := s3.Config{
+		Endpoint:              store.Spec.Endpoint,
+		Region:                storeRegion(store),
+		ForcePathStyle:        store.Spec.ForcePathStyle,
+		AccessKeyID:           creds[KeyAccessKeyID],
+		SecretAccessKey:       creds[KeySecretAccessKey],
+		SessionToken:          creds[KeySessionToken],
+		CABundle:              []byte(store.Spec.CABundle),
+		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
+		RequestsPerSecond:     float64(store.Spec.RequestsPerSecond),
+		Burst:                 int(store.Spec.Burst),
+	}
+	if r.Observer != nil {
+		name := store.Name
+		cfg.Observer = func(op string, status int, err error) { r.Observer(name, op, status, err) }
+	}
+	c, err := r.Factory(ctx, cfg)
+	if err != nil {
+		return nil, &StoreError{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
+	}
+	if r.clients == nil {
+		r.clients = map[string]storeClient{}
+	}
+	r.clients[store.Name] = storeClient{version: version, client: c}
+	return c, nil
+}
+
+// Forget drops the client of a deleted store.
+func (r *StoreRegistry) Forget(store string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clients, store)
+}
+
+// credentials reads the Secret ref names and returns its data and a version string
+// that changes whenever the Secret does. No ref means the SDK's default chain.
+func (r *StoreRegistry) credentials(ctx context.Context, ref *bkv1.SecretReference) (map[string]string, string, error) {
+	if ref == nil {
+		return map[string]string{}, "default-chain", nil
+	}
+	secret, err := r.labelledSecret(ctx, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	data := map[string]string{}
+	for k, v := range secret.Data {
+		data[k] = string(v)
+	}
+	if data[KeyAccessKeyID] == "" || data[KeySecretAccessKey] == "" {
+		return nil, "", &StoreError{Reason: bkv1.ReasonCredentialsMissing,
+			Message: fmt.Sprintf("Secret %s/%s must have the keys %s and %s", ref.Namespace, ref.Name, KeyAccessKeyID, KeySecretAccessKey)}
+	}
+	return data, string(secret.UID) + "/" + secret.ResourceVersion, nil
+}
+
+// labelledSecret gets a Secret a store names. The cache only holds labelled Secrets, so
+// the first read goes to the API server and labels the Secret: from then on the cache
+// holds it and a change to it re-reconciles the store.
+func (r *StoreRegistry) labelledSecret(ctx context.Context, ref *bkv1.SecretReference) (*corev1.Secret, error) {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, secret)
+	if err == nil {
+		return secret, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+		}
+		return nil, err
+	}
+	if secret.Labels[LabelSecretRole] == "" {
+		patch := client.MergeFrom(secret.DeepCopy())
+		if secret.Labels == nil {
+			secret.Labels = map[string]string{}
+		}
+		secret.Labels[LabelSecretRole] = SecretRoleCredentials
+		if err := r.Client.Patch(ctx, secret, patch); err != nil {
+			return nil, fmt.Errorf("labelling Secret %s/%s so that changes to it are seen: %w", ref.Namespace, ref.Name, err)
+		}
+	}
+	return secret, nil
+}
+
+func storeRegion(store *bkv1.ObjectStore) string {
+	if store.Spec.Region != "" {
+		return store.Spec.Region
+	}
+	return defaultStoreRegion
+}

@@ -1,0 +1,323 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// The suite runs one real control plane, one SeaweedFS and one Versity server, and one
+// manager built exactly as the binary builds it. Each test makes its own namespace and
+// ObjectStore, so S3 requests are counted per test by store name.
+var (
+	k8s      client.Client
+	cfg      *rest.Config
+	seaweed  *testenv.S3Server
+	versity  *testenv.S3Server
+	requests = &requestLog{}
+	logs     = &syncBuffer{}
+)
+
+// syncInterval is short so drift correction and stalled-object resyncs happen within a
+// test; production defaults to 10m.
+const syncInterval = 4 * time.Second
+
+// isolatedLabel marks StorageBuckets the suite's manager ignores, for tests that run
+// their own manager (crash and restart).
+const isolatedLabel = "test.bucketkeeper.io/isolated"
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	cp, err := testenv.StartControlPlane()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("control plane", cp.Stop)
+	cfg = cp.Config
+	if seaweed, err = testenv.StartS3(testenv.SeaweedFS); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("SeaweedFS", seaweed.Close)
+	if versity, err = testenv.StartS3(testenv.Versity); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("Versity", versity.Close)
+
+	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	<-done
+	return code
+}
+
+func stop(what string, f func() error) {
+	if err := f(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping %s: %v\n", what, err)
+	}
+}
+
+// startManager runs a manager with test defaults; done closes when it has stopped.
+func startManager(ctx context.Context, opts operator.Options) (<-chan struct{}, error) {
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	if opts.SyncInterval == 0 {
+		opts.SyncInterval = syncInterval
+	}
+	opts.S3Observer = requests.observe
+	mgr, err := operator.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return done, nil
+}
+
+// requestLog counts S3 requests per store and operation.
+type requestLog struct {
+	mu     sync.Mutex
+	counts map[string]map[string]int
+}
+
+func (l *requestLog) observe(store, op string, _ int, _ error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil {
+		l.counts = map[string]map[string]int{}
+	}
+	if l.counts[store] == nil {
+		l.counts[store] = map[string]int{}
+	}
+	l.counts[store][op]++
+}
+
+// snapshot returns the counts of one store so far.
+func (l *requestLog) snapshot(store string) map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for op, n := range l.counts[store] {
+		out[op] = n
+	}
+	return out
+}
+
+func since(before, after map[string]int) (total, mutating int, ops map[string]int) {
+	ops = map[string]int{}
+	for op, n := range after {
+		if d := n - before[op]; d > 0 {
+			ops[op] = d
+			total += d
+			if s3.IsMutating(op) {
+				mutating += d
+			}
+		}
+	}
+	return total, mutating, ops
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// fixture is one test's namespace and store.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	ns     string
+	store  string
+	server *testenv.S3Server
+	admin  s3.Client
+}
+
+// newFixture makes a namespace, a credentials Secret and an ObjectStore on server, and
+// waits for the store to be Ready.
+func newFixture(t *testing.T, server *testenv.S3Server, mutate ...func(*bkv1.ObjectStore)) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sb-test-"}}
+	must(t, k8s.Create(ctx, ns))
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name, server: server}
+	must(t, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "store-credentials"},
+		StringData: map[string]string{controller.KeyAccessKeyID: server.AccessKeyID, controller.KeySecretAccessKey: server.SecretAccessKey},
+	}))
+	store := &bkv1.ObjectStore{
+		ObjectMeta: metav1.ObjectMeta{Name: f.store},
+		Spec: bkv1.ObjectStoreSpec{
+			Endpoint:             server.Endpoint,
+			Region:               server.Region,
+			ForcePathStyle:       true,
+			CredentialsSecretRef: &bkv1.SecretReference{Namespace: f.ns, Name: "store-credentials"},
+			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 5 * time.Second}},
+		},
+	}
+	for _, m := range mutate {
+		m(store)
+	}
+	must(t, k8s.Create(ctx, store))
+	t.Cleanup(func() { f.deleteStore() })
+	admin, err := s3.New(ctx, s3.Config{Endpoint: server.Endpoint, Region: server.Region, ForcePathStyle: true,
+		AccessKeyID: server.AccessKeyID, SecretAccessKey: server.SecretAccessKey})
+	must(t, err)
+	f.admin = admin
+	return f
+}
+
+// deleteStore removes every StorageBucket of the test, then its store, so one test's
+// leftovers never block another.
+func (f *fixture) deleteStore() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list := &bkv1.StorageBucketList{}
+	_ = k8s.List(ctx, list, client.InNamespace(f.ns))
+	for i := range list.Items {
+		_ = k8s.Delete(ctx, &list.Items[i])
+	}
+	_ = k8s.Delete(ctx, &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}})
+}
+
+func (f *fixture) bucket(name string, mutate ...func(*bkv1.StorageBucket)) *bkv1.StorageBucket {
+	sb := &bkv1.StorageBucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: f.store}},
+	}
+	for _, m := range mutate {
+		m(sb)
+	}
+	must(f.t, k8s.Create(f.ctx, sb))
+	return sb
+}
+
+// eventually polls cond until it returns nil or the timeout passes.
+func (f *fixture) eventually(timeout time.Duration, what string, cond func() error) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+func (f *fixture) get(sb *bkv1.StorageBucket) *bkv1.StorageBucket {
+	f.t.Helper()
+	got := &bkv1.StorageBucket{}
+	must(f.t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got))
+	return got
+}
+
+// waitCondition waits until sb has condition typ with the given status and reason
+// (reason "" matches any) at its current generation.
+func (f *fixture) waitCondition(sb *bkv1.StorageBucket, typ string, status metav1.ConditionStatus, reason string) *bkv1.StorageBucket {
+	f.t.Helper()
+	var got *bkv1.StorageBucket
+	f.eventually(60*time.Second, fmt.Sprintf("%s=%s (%s) on %s", typ, status, reason, sb.Name), func() error {
+		got = &bkv1.StorageBucket{}
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+			return err
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, typ)
+		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) || c.ObservedGeneration != got.Generation {
+			return fmt.Errorf("conditions: %s", describe(got.Status.Conditions))
+		}
+		return nil
+	})
+	return got
+}
+
+func describe(conds []metav1.Condition) string {
+	var b bytes.Buffer
+	for _, c := range conds {
+		fmt.Fprintf(&b, "[%s=%s %s: %s] ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+func (f *fixture) waitGone(obj client.Object) {
+	f.t.Helper()
+	f.eventually(60*time.Second, "deletion of "+obj.GetName(), func() error {
+		err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), obj)
+		if err == nil {
+			return fmt.Errorf("still there; conditions: %v", obj)
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
+// events returns the reasons of the Events recorded for obj.
+func (f *fixture) eventReasons(obj client.Object) map[string]int {
+	f.t.Helper()
+	list := &eventsv1.EventList{}
+	must(f.t, k8s.List(f.ctx, list, client.InNamespace(obj.GetNamespace())))
+	out := map[string]int{}
+	for _, e := range list.Items {
+		if e.Regarding.Name == obj.GetName() {
+			out[e.Reason]++
+		}
+	}
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+

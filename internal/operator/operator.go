@@ -1,0 +1,187 @@
+// Package operator wires bucketkeeper's manager: options in, a manager with every
+// controller, index and metric registered out. The production binary, the tests and
+// the benchmarks all build their manager here, so they run the same operator.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// Options configure one operator instance. Zero values mean the documented defaults.
+type Options struct {
+	// MetricsBindAddress serves Prometheus metrics; "0" turns the endpoint off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns them off.
+	HealthProbeBindAddress string
+
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+
+	// Concurrency is the number of StorageBuckets reconciled at once.
+	Concurrency int
+	// SyncInterval is how often each bucket's configuration is re-read to correct
+	// drift made outside the operator (default 10m).
+	SyncInterval time.Duration
+	// StatusHeartbeat bounds how often a timestamp alone is rewritten in status
+	// (default 5m).
+	StatusHeartbeat time.Duration
+
+	// WatchLabelSelector limits the StorageBuckets this instance sees, for sharding
+	// buckets across several operator deployments (empty: all).
+	WatchLabelSelector string
+
+	// S3Factory builds store clients (default s3.New). Tests wrap it.
+	S3Factory s3.Factory
+	// S3Observer, if set, sees every S3 request besides the metrics.
+	S3Observer func(store, operation string, httpStatus int, err error)
+	// Clock drives everything time-based (default: the real clock).
+	Clock clock.Clock
+}
+
+func (o *Options) defaults() {
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "bucketkeeper.io"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = 10 * time.Minute
+	}
+	if o.StatusHeartbeat <= 0 {
+		o.StatusHeartbeat = 5 * time.Minute
+	}
+	if o.S3Factory == nil {
+		o.S3Factory = s3.New
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
+
+// Scheme returns a scheme with the Kubernetes core types and bucketkeeper's API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := bkv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// New builds a manager running both controllers. Start it with mgr.Start(ctx).
+func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	opts.defaults()
+	metrics.Register()
+
+	// Only Secrets the operator labels are cached: the connection Secrets it writes and
+	// the credentials Secrets stores name. Never every Secret in the cluster.
+	secretRole, err := labels.NewRequirement(controller.LabelSecretRole, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*secretRole)},
+	}
+	if opts.WatchLabelSelector != "" {
+		shard, err := labels.Parse(opts.WatchLabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("invalid watch label selector %q: %w", opts.WatchLabelSelector, err)
+		}
+		byObject[&bkv1.StorageBucket{}] = cache.ByObject{Label: shard}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Leader election is released on a clean stop, so a rolling update hands
+		// over at once instead of after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{ByObject: byObject},
+		// Tests and the dev binary run several managers in one process; controller
+		// names then repeat by design.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+
+	observe := metrics.ObserveS3
+	if opts.S3Observer != nil {
+		extra := opts.S3Observer
+		observe = func(store, op string, status int, err error) {
+			metrics.ObserveS3(store, op, status, err)
+			extra(store, op, status, err)
+		}
+	}
+	stores := &controller.StoreRegistry{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Factory:   opts.S3Factory,
+		Observer:  observe,
+	}
+
+	ctx := context.Background()
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("registering indexes: %w", err)
+	}
+	if err := (&controller.ObjectStoreReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder("bucketkeeper-objectstore"),
+		Stores:        stores,
+		Clock:         opts.Clock,
+		Heartbeat:     opts.StatusHeartbeat,
+		OnStatusWrite: metrics.ObserveStatusWrite,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ObjectStore controller: %w", err)
+	}
+	if err := (&controller.StorageBucketReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder("bucketkeeper-storagebucket"),
+		Stores:        stores,
+		Clock:         opts.Clock,
+		SyncInterval:  opts.SyncInterval,
+		OnStatusWrite: metrics.ObserveStatusWrite,
+	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the StorageBucket controller: %w", err)
+	}
+
+	if opts.HealthProbeBindAddress != "0" && opts.HealthProbeBindAddress != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
