@@ -3,6 +3,7 @@ package controller_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -41,4 +42,21 @@ func objKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObjec
 
 func findStoreCond(s *bkv1.ObjectStore, typ string) *metav1.Condition {
 	return apimeta.FindStatusCondition(s.Status.Conditions, typ)
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if sub != "" && strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func keysOf(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

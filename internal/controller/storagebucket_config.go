@@ -37,6 +37,10 @@ type setting struct {
 func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
 	if !r.syncDue(scope) {
+		// Not re-read this time: the last verdict stands, including what the store lacks.
+		if c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured); c != nil && c.Reason == bkv1.ReasonNotSupportedByStore {
+			return terminalf(c.Reason, "%s", c.Message)
+		}
 		return nil
 	}
 	var changed, unsupported, notes []string

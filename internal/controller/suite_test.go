@@ -320,4 +320,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-

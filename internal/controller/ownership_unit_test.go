@@ -1,0 +1,357 @@
+package controller
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+func ownershipName(o ownership) string {
+	switch o {
+	case unowned:
+		return "unowned"
+	case ownedByUs:
+		return "ownedByUs"
+	case released:
+		return "released"
+	case ownedByOther:
+		return "ownedByOther"
+	}
+	return fmt.Sprintf("ownership(%d)", int(o))
+}
+
+func TestOwnershipOf(t *testing.T) {
+	const (
+		claim = "team-a/data"
+		uid   = types.UID("1111-aaaa")
+	)
+	tests := []struct {
+		name string
+		tags map[string]string
+		want ownership
+	}{
+		{"nil tags", nil, unowned},
+		{"no tags", map[string]string{}, unowned},
+		{"only foreign tags", map[string]string{"team": "a", "cost-center": "42"}, unowned},
+		{"empty ownership tags count as absent", map[string]string{bkv1.TagClaim: "", bkv1.TagUID: ""}, unowned},
+		{"ours", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: string(uid)}, ownedByUs},
+		{"ours with extra tags", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: string(uid), "team": "a"}, ownedByUs},
+		{"released: claim without uid", map[string]string{bkv1.TagClaim: claim}, released},
+		{"released: claim with empty uid", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: ""}, released},
+		{"other claim with our uid", map[string]string{bkv1.TagClaim: "team-b/data", bkv1.TagUID: string(uid)}, ownedByOther},
+		{"other claim with other uid", map[string]string{bkv1.TagClaim: "team-b/data", bkv1.TagUID: "2222-bbbb"}, ownedByOther},
+		{"other claim released", map[string]string{bkv1.TagClaim: "team-b/data"}, ownedByOther},
+		{"same claim other uid (earlier incarnation or other cluster)", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: "2222-bbbb"}, ownedByOther},
+		{"uid without claim (ours)", map[string]string{bkv1.TagUID: string(uid)}, ownedByOther},
+		{"uid without claim (other)", map[string]string{bkv1.TagUID: "2222-bbbb"}, ownedByOther},
+		{"claim differs only in case", map[string]string{bkv1.TagClaim: "Team-A/data", bkv1.TagUID: string(uid)}, ownedByOther},
+		{"claim is a prefix of ours", map[string]string{bkv1.TagClaim: "team-a/dat", bkv1.TagUID: string(uid)}, ownedByOther},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownershipOf(tc.tags, claim, uid); got != tc.want {
+				t.Errorf("ownershipOf(%v, %q, %q) = %s, want %s", tc.tags, claim, uid, ownershipName(got), ownershipName(tc.want))
+			}
+		})
+	}
+}
+
+func TestOwnershipTags(t *testing.T) {
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111-aaaa"}}
+	if got := claimOf(sb); got != "team-a/data" {
+		t.Errorf("claimOf = %q, want team-a/data", got)
+	}
+	tags := ownerTags(sb)
+	want := map[string]string{bkv1.TagClaim: "team-a/data", bkv1.TagUID: "1111-aaaa"}
+	if len(tags) != len(want) || tags[bkv1.TagClaim] != want[bkv1.TagClaim] || tags[bkv1.TagUID] != want[bkv1.TagUID] {
+		t.Errorf("ownerTags = %v, want %v", tags, want)
+	}
+	// The tags ownerTags writes are exactly what ownershipOf recognises as ours, and
+	// dropping the UID (a Retain release) is what it recognises as released.
+	if got := ownershipOf(tags, claimOf(sb), sb.UID); got != ownedByUs {
+		t.Errorf("ownershipOf(ownerTags(sb)) = %s, want ownedByUs", ownershipName(got))
+	}
+	delete(tags, bkv1.TagUID)
+	if got := ownershipOf(tags, claimOf(sb), sb.UID); got != released {
+		t.Errorf("ownershipOf(ownerTags(sb) without uid) = %s, want released", ownershipName(got))
+	}
+	// A later incarnation (same namespace/name, new UID) rebinds a released bucket but
+	// not one still tagged with the earlier UID.
+	next := sb.DeepCopy()
+	next.UID = "3333-cccc"
+	if got := ownershipOf(tags, claimOf(next), next.UID); got != released {
+		t.Errorf("released bucket seen by a new incarnation = %s, want released", ownershipName(got))
+	}
+	if got := ownershipOf(ownerTags(sb), claimOf(next), next.UID); got != ownedByOther {
+		t.Errorf("bucket of the earlier incarnation seen by a new one = %s, want ownedByOther", ownershipName(got))
+	}
+	// ownerTags returns a fresh map every time: callers may modify it.
+	a := ownerTags(sb)
+	a[bkv1.TagClaim] = "changed"
+	if ownerTags(sb)[bkv1.TagClaim] != "team-a/data" {
+		t.Error("ownerTags shares its map between calls")
+	}
+}
+
+func TestSyncMemo(t *testing.T) {
+	const interval = 10 * time.Minute
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	keyA := types.NamespacedName{Namespace: "ns", Name: "a"}
+	keyB := types.NamespacedName{Namespace: "ns", Name: "b"}
+
+	// op is one step against a memo: "done" records, "forget" drops, "due" checks.
+	type op struct {
+		kind     string
+		key      types.NamespacedName
+		uid      types.UID
+		version  string
+		at       time.Time
+		interval time.Duration
+		want     bool
+	}
+	done := func(key types.NamespacedName, uid types.UID, version string, at time.Time) op {
+		return op{kind: "done", key: key, uid: uid, version: version, at: at}
+	}
+	forget := func(key types.NamespacedName) op { return op{kind: "forget", key: key} }
+	due := func(key types.NamespacedName, uid types.UID, version string, at time.Time, interval time.Duration, want bool) op {
+		return op{kind: "due", key: key, uid: uid, version: version, at: at, interval: interval, want: want}
+	}
+
+	tests := []struct {
+		name string
+		ops  []op
+	}{
+		{"empty memo is due", []op{
+			due(keyA, "u1", "1/s/1", t0, interval, true),
+		}},
+		{"forget on an empty memo is harmless", []op{
+			forget(keyA),
+			due(keyA, "u1", "1/s/1", t0, interval, true),
+		}},
+		{"done makes it not due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u1", "1/s/1", t0, interval, false),
+			due(keyA, "u1", "1/s/1", t0.Add(time.Minute), interval, false),
+		}},
+		{"interval expiry is inclusive", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u1", "1/s/1", t0.Add(interval-time.Nanosecond), interval, false),
+			due(keyA, "u1", "1/s/1", t0.Add(interval), interval, true),
+			due(keyA, "u1", "1/s/1", t0.Add(interval+time.Hour), interval, true),
+		}},
+		{"zero interval is always due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u1", "1/s/1", t0, 0, true),
+		}},
+		{"a shorter interval makes the same record due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u1", "1/s/1", t0.Add(2*time.Minute), interval, false),
+			due(keyA, "u1", "1/s/1", t0.Add(2*time.Minute), time.Minute, true),
+		}},
+		{"uid change is due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u2", "1/s/1", t0, interval, true),
+			due(keyA, "u1", "1/s/1", t0, interval, false),
+		}},
+		{"version change is due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyA, "u1", "2/s/1", t0, interval, true),
+			due(keyA, "u1", "1/s/2", t0, interval, true),
+			due(keyA, "u1", "1/t/1", t0, interval, true),
+		}},
+		{"done again moves the record on", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			done(keyA, "u1", "2/s/1", t0.Add(8*time.Minute)),
+			due(keyA, "u1", "1/s/1", t0.Add(9*time.Minute), interval, true),
+			due(keyA, "u1", "2/s/1", t0.Add(interval+time.Minute), interval, false),
+			due(keyA, "u1", "2/s/1", t0.Add(18*time.Minute), interval, true),
+		}},
+		{"new uid recorded replaces the old one", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			done(keyA, "u2", "1/s/1", t0),
+			due(keyA, "u1", "1/s/1", t0, interval, true),
+			due(keyA, "u2", "1/s/1", t0, interval, false),
+		}},
+		{"forget makes it due", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			forget(keyA),
+			due(keyA, "u1", "1/s/1", t0, interval, true),
+		}},
+		{"keys are independent", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(keyB, "u1", "1/s/1", t0, interval, true),
+			done(keyB, "u2", "1/s/1", t0),
+			forget(keyA),
+			due(keyA, "u1", "1/s/1", t0, interval, true),
+			due(keyB, "u2", "1/s/1", t0, interval, false),
+		}},
+		{"same name in another namespace is another key", []op{
+			done(keyA, "u1", "1/s/1", t0),
+			due(types.NamespacedName{Namespace: "other", Name: keyA.Name}, "u1", "1/s/1", t0, interval, true),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m syncMemo
+			for i, o := range tc.ops {
+				switch o.kind {
+				case "done":
+					m.done(o.key, o.uid, o.version, o.at)
+				case "forget":
+					m.forget(o.key)
+				case "due":
+					if got := m.due(o.key, o.uid, o.version, o.at, o.interval); got != o.want {
+						t.Errorf("step %d: due(%v, %q, %q, t0%+v, %v) = %v, want %v", i, o.key, o.uid, o.version, o.at.Sub(t0), o.interval, got, o.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSyncMemoConcurrent is meant for -race: reconciles of different objects share the
+// memo from several workers.
+func TestSyncMemoConcurrent(t *testing.T) {
+	var m syncMemo
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("sb-%d", (w+i)%5)}
+				m.done(key, "u", "v", t0)
+				_ = m.due(key, "u", "v", t0, time.Minute)
+				if i%7 == 0 {
+					m.forget(key)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestSyncMemoVersion(t *testing.T) {
+	scope := func(sbGen int64, storeUID types.UID, storeGen int64) *bucketScope {
+		return &bucketScope{
+			sb:    &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Generation: sbGen}},
+			store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{UID: storeUID, Generation: storeGen}},
+		}
+	}
+	base := syncVersion(scope(1, "s1", 1))
+	if again := syncVersion(scope(1, "s1", 1)); again != base {
+		t.Errorf("syncVersion not stable: %q then %q", base, again)
+	}
+	for name, s := range map[string]*bucketScope{
+		"bucket generation": scope(2, "s1", 1),
+		"store uid":         scope(1, "s2", 1),
+		"store generation":  scope(1, "s1", 2),
+	} {
+		if v := syncVersion(s); v == base {
+			t.Errorf("a change of %s leaves syncVersion at %q", name, v)
+		}
+	}
+	// The fields are separated, so different triples never collide by concatenation.
+	if a, b := syncVersion(scope(11, "s1", 1)), syncVersion(scope(1, "1s1", 1)); a == b {
+		t.Errorf("syncVersion collides: %q", a)
+	}
+}
+
+func TestSyncMemoSettled(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	provisioned := cond(bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated)
+	tests := []struct {
+		name   string
+		bucket string
+		conds  []metav1.Condition
+		want   bool
+	}{
+		{"empty status", "", nil, false},
+		{"no bucket name", "", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied)}, false},
+		{"no Provisioned", "b", []metav1.Condition{cond(bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied)}, false},
+		{"Provisioned False", "b", []metav1.Condition{cond(bkv1.ConditionProvisioned, metav1.ConditionFalse, bkv1.ReasonOwnedByAnotherClaim), cond(bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied)}, false},
+		{"no Configured", "b", []metav1.Condition{provisioned}, false},
+		{"Configured True", "b", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied)}, true},
+		{"Configured False: not supported by store", "b", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore)}, true},
+		{"Configured False: transient failure", "b", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonThrottled)}, false},
+		{"Configured False: invalid config", "b", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonConfigFailed)}, false},
+		{"Configured Unknown", "b", []metav1.Condition{provisioned, cond(bkv1.ConditionConfigured, metav1.ConditionUnknown, bkv1.ReasonProgressing)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := &bkv1.StorageBucket{}
+			sb.Status.BucketName = tc.bucket
+			sb.Status.Conditions = tc.conds
+			if got := settled(sb); got != tc.want {
+				t.Errorf("settled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSyncMemoSyncDue checks the gate the bucket and configuration steps share: status
+// must show a finished sync, and then the memo decides.
+func TestSyncMemoSyncDue(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	r := &StorageBucketReconciler{Clock: clk, SyncInterval: 5 * time.Minute}
+
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 1}}
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}
+	scope := &bucketScope{sb: sb, store: store}
+	markDone := func() {
+		r.synced.done(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, sb.UID, syncVersion(scope), clk.Now())
+	}
+
+	if !r.syncDue(scope) {
+		t.Fatal("a new object is not due")
+	}
+	markDone()
+	if !r.syncDue(scope) {
+		t.Fatal("memo alone (status not settled) made the object not due")
+	}
+	sb.Status.BucketName = "b"
+	sb.Status.Conditions = []metav1.Condition{
+		{Type: bkv1.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: bkv1.ReasonBucketCreated},
+		{Type: bkv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: bkv1.ReasonConfigApplied},
+	}
+	if r.syncDue(scope) {
+		t.Fatal("settled and freshly synced object is due")
+	}
+	clk.SetTime(t0.Add(4 * time.Minute))
+	if r.syncDue(scope) {
+		t.Fatal("due before SyncInterval")
+	}
+	clk.SetTime(t0.Add(5 * time.Minute))
+	if !r.syncDue(scope) {
+		t.Fatal("not due after SyncInterval")
+	}
+	markDone()
+	if r.syncDue(scope) {
+		t.Fatal("due right after a new sync")
+	}
+	store.Generation = 2
+	if !r.syncDue(scope) {
+		t.Fatal("a store change does not make the object due")
+	}
+	store.Generation = 1
+	sb.Generation = 2
+	if !r.syncDue(scope) {
+		t.Fatal("a new generation does not make the object due")
+	}
+	sb.Generation = 1
+	r.synced.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
+	if !r.syncDue(scope) {
+		t.Fatal("a forgotten object is not due")
+	}
+}
