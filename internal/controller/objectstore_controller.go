@@ -53,7 +53,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	if !store.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, store)
+		return r.reconcileDelete(ctx, store, patcher)
 	}
 	if !controllerutil.ContainsFinalizer(store, bkv1.Finalizer) {
 		return ctrl.Result{}, patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
@@ -64,7 +64,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		interval = store.Spec.HealthCheck.Interval.Duration
 	}
 	reason, message := r.healthCheck(ctx, store)
-	r.setHealth(store, reason, message)
+	r.setHealth(patcher, store, reason, message)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
@@ -93,7 +93,7 @@ func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.Obj
 
 // setHealth records the verdict. lastHealthCheckTime moves on every change of verdict
 // and otherwise at most once per heartbeat, so a healthy store costs almost no writes.
-func (r *ObjectStoreReconciler) setHealth(store *bkv1.ObjectStore, reason, message string) {
+func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.ObjectStore, reason, message string) {
 	status := metav1.ConditionFalse
 	if reason == bkv1.ReasonReady {
 		status = metav1.ConditionTrue
@@ -101,12 +101,12 @@ func (r *ObjectStoreReconciler) setHealth(store *bkv1.ObjectStore, reason, messa
 	before := findCondition(store.Status.Conditions, bkv1.ConditionReady)
 	changed := before == nil || before.Status != status || before.Reason != reason || before.ObservedGeneration != store.Generation
 	now := r.Clock.Now()
-	if changed && r.Recorder != nil {
+	if changed {
 		eventType := corev1.EventTypeNormal
 		if status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(store, nil, eventType, reason, "HealthCheck", "%s", message)
+		patcher.afterWrite(func() { r.Recorder.Eventf(store, nil, eventType, reason, "HealthCheck", "%s", message) })
 	}
 	if changed || store.Status.LastHealthCheckTime == nil || now.Sub(store.Status.LastHealthCheckTime.Time) >= r.Heartbeat {
 		t := metav1.NewTime(now)
@@ -129,7 +129,7 @@ func (r *ObjectStoreReconciler) setHealth(store *bkv1.ObjectStore, reason, messa
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion
 // policies need the store to be carried out.
-func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
 	users := &bkv1.StorageBucketList{}
 	if err := r.List(ctx, users, client.MatchingFields{IndexStorageBucketStore: store.Name}); err != nil {
 		return ctrl.Result{}, err
@@ -145,7 +145,7 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 		}
 		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(names, ", "), more)
 		if c := findCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
-			r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg)
+			patcher.afterWrite(func() { r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg) })
 		}
 		setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse, msg)
 		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store

@@ -16,7 +16,15 @@ type statusPatcher struct {
 	before client.Object
 	// onWrite counts writes (metrics); may be nil.
 	onWrite func()
+	// onCommit runs after a successful status write: Events that announce a status
+	// transition go here, so a reconcile that worked from a stale copy (and whose
+	// write then conflicts) cannot announce the same transition twice.
+	onCommit []func()
 }
+
+// afterWrite queues f to run once the status write succeeds; it is dropped when the
+// write is skipped (no transition) or fails (the retry decides again).
+func (p *statusPatcher) afterWrite(f func()) { p.onCommit = append(p.onCommit, f) }
 
 func newStatusPatcher(c client.Client, obj client.Object, onWrite func()) *statusPatcher {
 	return &statusPatcher{client: c, before: obj.DeepCopyObject().(client.Object), onWrite: onWrite}
@@ -40,6 +48,9 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object, status fun
 	}
 	if p.onWrite != nil {
 		p.onWrite()
+	}
+	for _, f := range p.onCommit {
+		f()
 	}
 	return nil
 }

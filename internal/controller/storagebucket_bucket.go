@@ -95,7 +95,11 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketBound, "Bind", "bound released bucket %s", scope.bucket)
 		return nil
 	case ownedByOther:
-		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to StorageBucket %s (uid %s); it is never taken over", scope.bucket, tags[bkv1.TagClaim], tags[bkv1.TagUID])
+		owner := tags[bkv1.TagClaim]
+		if owner == "" {
+			owner = "unknown"
+		}
+		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to StorageBucket %s (uid %s); it is never taken over", scope.bucket, owner, tags[bkv1.TagUID])
 	}
 
 	// Unowned. Our own earlier create, interrupted before tagging, is finished now.

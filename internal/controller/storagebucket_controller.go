@@ -76,7 +76,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}()
 
 	if !sb.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, sb)
+		return r.reconcileDelete(ctx, sb, patcher)
 	}
 
 	// Add the finalizer first and return: the update event brings us back, and from
@@ -90,12 +90,12 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, nil
 	}
 
-	return r.reconcileNormal(ctx, sb)
+	return r.reconcileNormal(ctx, sb, patcher)
 }
 
 // reconcileNormal runs the sub-reconcilers in order; each needs what the one before
 // established. The summary conditions are computed from whatever they reached.
-func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	scope := &bucketScope{sb: sb}
 	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
 		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
@@ -123,15 +123,15 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 			deferred, deferredCondition = se, step.condition
 			continue
 		}
-		return r.summarize(ctx, sb, step.condition, se)
+		return r.summarize(ctx, sb, patcher, step.condition, se)
 	}
-	return r.summarize(ctx, sb, deferredCondition, deferred)
+	return r.summarize(ctx, sb, patcher, deferredCondition, deferred)
 }
 
 // summarize sets Ready, Reconciling and Stalled from the outcome, kstatus-style: Ready
 // is the verdict, Reconciling=True while retrying, Stalled=True when a human must act.
 // observedGeneration moves only when the generation got a final verdict.
-func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, failed string, err *stepError) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, failed string, err *stepError) (ctrl.Result, error) {
 	conds := &sb.Status.Conditions
 	gen := sb.Generation
 	if err == nil {
@@ -148,7 +148,7 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
 	switch {
 	case err.Terminal:
-		r.warnOnce(sb, err)
+		r.warnOnce(patcher, sb, err)
 		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
 		removeCondition(conds, bkv1.ConditionReconciling)
 		sb.Status.ObservedGeneration = gen
@@ -165,13 +165,15 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 	}
 }
 
-// warnOnce emits a Warning event when a terminal reason first appears, not on every
-// sync of an object that stays stalled.
-func (r *StorageBucketReconciler) warnOnce(sb *bkv1.StorageBucket, err *stepError) {
+// warnOnce emits a Warning event when a terminal reason first appears (once the status
+// recording it is written), not on every sync of an object that stays stalled.
+func (r *StorageBucketReconciler) warnOnce(patcher *statusPatcher, sb *bkv1.StorageBucket, err *stepError) {
 	if c := findCondition(sb.Status.Conditions, bkv1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue && c.Reason == err.Reason {
 		return
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+	patcher.afterWrite(func() {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+	})
 }
 
 // reconcileStore finds the ObjectStore, checks that this namespace may use it and that

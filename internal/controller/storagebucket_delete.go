@@ -24,7 +24,7 @@ const purgePagesPerPass = 5
 
 // reconcileDelete carries out the deletion policy, then releases the finalizer. Only a
 // bucket this claim owns is ever touched; one that is gone or not ours needs nothing.
-func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -34,7 +34,7 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	if err != nil {
 		se := asStepError(err, "carrying out the deletion policy")
 		if se.Reason == bkv1.ReasonBucketNotEmpty {
-			r.warnDeletionBlocked(sb, se)
+			r.warnDeletionBlocked(patcher, sb, se)
 		}
 		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message)
 		if se.Terminal {
@@ -52,11 +52,11 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-func (r *StorageBucketReconciler) warnDeletionBlocked(sb *bkv1.StorageBucket, se *stepError) {
+func (r *StorageBucketReconciler) warnDeletionBlocked(patcher *statusPatcher, sb *bkv1.StorageBucket, se *stepError) {
 	if c := findCondition(sb.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == se.Reason {
 		return
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message)
+	patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message) })
 }
 
 // deleteExternal returns true once nothing more needs doing on the store.

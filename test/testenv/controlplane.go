@@ -148,6 +148,16 @@ func (c *ControlPlane) EtcdPID() int { return c.etcdPID }
 // both logs; Stop removes it.
 func (c *ControlPlane) Dir() string { return c.dir }
 
+// TempDirs lists every directory this control plane created, ours and the one envtest
+// makes for webhook certificates on its own; Stop removes them all.
+func (c *ControlPlane) TempDirs() []string {
+	dirs := []string{c.dir}
+	if d := c.env.WebhookInstallOptions.LocalServingCertDir; d != "" {
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
 // childWithArg finds the child of this process whose command line contains arg.
 // envtest keeps its process handles private; the directories we gave it are
 // unique, so they identify our own children.

@@ -3,7 +3,6 @@ package testenv_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,13 +15,16 @@ import (
 // TestControlPlane starts etcd + kube-apiserver, talks to them, stops them and
 // checks neither process nor any temp dir (ours or envtest's) is left.
 func TestControlPlane(t *testing.T) {
-	before := envtestDirs(t)
 	begin := time.Now()
 	c, err := testenv.StartControlPlane()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
+	dirs := c.TempDirs()
+	if len(dirs) < 2 {
+		t.Fatalf("TempDirs = %v, want ours and envtest's webhook cert dir", dirs)
+	}
 	t.Logf("control plane ready in %s at %s", time.Since(begin).Round(time.Millisecond), c.Config.Host)
 
 	apiPID, etcdPID := c.APIServerPID(), c.EtcdPID()
@@ -61,30 +63,11 @@ func TestControlPlane(t *testing.T) {
 			t.Errorf("PID %d still alive after Stop", pid)
 		}
 	}
-	if _, err := os.Stat(c.Dir()); !os.IsNotExist(err) {
-		t.Errorf("control plane dir %s still exists after Stop (%v)", c.Dir(), err)
-	}
-	after := envtestDirs(t)
-	for d := range after {
-		if !before[d] {
-			t.Errorf("temp dir %s left behind", d)
+	// Other test packages run in parallel and make their own envtest dirs, so check
+	// exactly the ones this control plane made rather than scanning /tmp.
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("temp dir %s still exists after Stop (%v)", d, err)
 		}
 	}
-}
-
-// envtestDirs lists the temp dirs envtest itself would create if the harness did
-// not place etcd and the apiserver in its own directory.
-func envtestDirs(t *testing.T) map[string]bool {
-	t.Helper()
-	entries, err := os.ReadDir(os.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]bool{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "k8s_test_framework_") || strings.HasPrefix(e.Name(), "envtest-") {
-			m[e.Name()] = true
-		}
-	}
-	return m
 }

@@ -1,0 +1,296 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+func TestAsStepErrorKinds(t *testing.T) {
+	tests := []struct {
+		kind     s3.Kind
+		reason   string
+		terminal bool
+	}{
+		{s3.KindUnknown, bkv1.ReasonProgressing, false},
+		{s3.KindAlreadyOwnedByYou, bkv1.ReasonProgressing, false},
+		{s3.KindBucketNameTaken, bkv1.ReasonProgressing, false},
+		{s3.KindNotFound, bkv1.ReasonProgressing, false},
+		{s3.KindNotEmpty, bkv1.ReasonProgressing, false},
+		{s3.KindAccessDenied, bkv1.ReasonAccessDenied, true},
+		{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true},
+		{s3.KindNotImplemented, bkv1.ReasonProgressing, false},
+		{s3.KindThrottled, bkv1.ReasonThrottled, false},
+		{s3.KindUnreachable, bkv1.ReasonStoreUnreachable, false},
+		{s3.KindTLS, bkv1.ReasonTLSError, true},
+		{s3.KindTimeout, bkv1.ReasonStoreUnreachable, false},
+		{s3.KindCanceled, bkv1.ReasonProgressing, false},
+		{s3.KindInvalid, bkv1.ReasonConfigFailed, true},
+		{s3.KindServerError, bkv1.ReasonProgressing, false},
+	}
+	if len(tests) != int(s3.KindServerError)+1 {
+		t.Fatalf("table covers %d kinds, s3 has %d", len(tests), int(s3.KindServerError)+1)
+	}
+	for _, tc := range tests {
+		raw := &s3.Error{Op: "HeadBucket", Bucket: "b", Kind: tc.kind}
+		for name, err := range map[string]error{
+			"bare":    raw,
+			"wrapped": fmt.Errorf("outer: %w", raw),
+		} {
+			t.Run(tc.kind.String()+"/"+name, func(t *testing.T) {
+				se := asStepError(err, "checking bucket")
+				if se.Reason != tc.reason || se.Terminal != tc.terminal {
+					t.Errorf("asStepError(%v) = reason %q terminal %v, want %q %v", tc.kind, se.Reason, se.Terminal, tc.reason, tc.terminal)
+				}
+				if se.Waiting {
+					t.Error("an S3 error is never Waiting")
+				}
+				if !errors.Is(se, raw) {
+					t.Error("stepError does not wrap the S3 error")
+				}
+				if want := "checking bucket: " + err.Error(); se.Message != want || se.Error() != want {
+					t.Errorf("message = %q / Error() = %q, want %q", se.Message, se.Error(), want)
+				}
+			})
+		}
+	}
+}
+
+func TestAsStepErrorOther(t *testing.T) {
+	plain := errors.New("something odd")
+	storeErr := &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: "Secret ns/creds not found"}
+	tlsStoreErr := &StoreError{Reason: bkv1.ReasonTLSError, Message: "cannot build a client"}
+	step := &stepError{Reason: bkv1.ReasonBucketNotEmpty, Message: "bucket is not empty", Err: plain}
+	waiting := waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for %s", "store")
+	terminal := terminalf(bkv1.ReasonOwnedByAnotherClaim, "owned by %s", "x/y")
+
+	tests := []struct {
+		name     string
+		err      error
+		reason   string
+		terminal bool
+		waiting  bool
+		// same: the very stepError must come back.
+		same *stepError
+		msg  string
+	}{
+		{name: "plain error", err: plain, reason: bkv1.ReasonProgressing, msg: "doing it: something odd"},
+		{name: "deadline exceeded (raw)", err: context.DeadlineExceeded, reason: bkv1.ReasonStoreUnreachable, msg: "doing it: context deadline exceeded"},
+		{name: "canceled (raw)", err: context.Canceled, reason: bkv1.ReasonProgressing},
+		{name: "store error", err: storeErr, reason: bkv1.ReasonCredentialsMissing, terminal: true, msg: "Secret ns/creds not found"},
+		{name: "wrapped store error", err: fmt.Errorf("ctx: %w", storeErr), reason: bkv1.ReasonCredentialsMissing, terminal: true, msg: "Secret ns/creds not found"},
+		{name: "TLS store error", err: tlsStoreErr, reason: bkv1.ReasonTLSError, terminal: true, msg: "cannot build a client"},
+		{name: "stepError passes through", err: step, same: step},
+		{name: "wrapped stepError passes through", err: fmt.Errorf("reconciling: %w", step), same: step},
+		{name: "doubly wrapped stepError passes through", err: fmt.Errorf("a: %w", fmt.Errorf("b: %w", terminal)), same: terminal},
+		{name: "waiting stepError passes through", err: waiting, same: waiting},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			se := asStepError(tc.err, "doing it")
+			if tc.same != nil {
+				if se != tc.same {
+					t.Errorf("asStepError = %+v, want the original %+v", se, tc.same)
+				}
+				return
+			}
+			if se.Reason != tc.reason || se.Terminal != tc.terminal || se.Waiting != tc.waiting {
+				t.Errorf("asStepError = reason %q terminal %v waiting %v, want %q %v %v", se.Reason, se.Terminal, se.Waiting, tc.reason, tc.terminal, tc.waiting)
+			}
+			if tc.msg != "" && se.Message != tc.msg {
+				t.Errorf("message = %q, want %q", se.Message, tc.msg)
+			}
+			if !errors.Is(se, tc.err) {
+				t.Error("stepError does not wrap the original error")
+			}
+		})
+	}
+
+	t.Run("constructors", func(t *testing.T) {
+		if !terminal.Terminal || terminal.Waiting || terminal.Reason != bkv1.ReasonOwnedByAnotherClaim || terminal.Error() != "owned by x/y" {
+			t.Errorf("terminalf = %+v", terminal)
+		}
+		if waiting.Terminal || !waiting.Waiting || waiting.Reason != bkv1.ReasonObjectStoreNotReady || waiting.Error() != "waiting for store" {
+			t.Errorf("waitingf = %+v", waiting)
+		}
+		if got := (&stepError{Err: plain}).Error(); got != "something odd" {
+			t.Errorf("Error() without message = %q, want the cause", got)
+		}
+	})
+}
+
+func TestStoreHealth(t *testing.T) {
+	const gen = 3
+	ready := func(status metav1.ConditionStatus, reason, msg string, observed int64) []metav1.Condition {
+		return []metav1.Condition{{Type: bkv1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: observed}}
+	}
+	type want struct {
+		ok       bool
+		reason   string
+		terminal bool
+		waiting  bool
+		mentions []string
+	}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  want
+	}{
+		{"no conditions", nil,
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+		{"only other conditions", []metav1.Condition{{Type: bkv1.ConditionStalled, Status: metav1.ConditionFalse, Reason: "x", ObservedGeneration: gen}},
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+		{"Ready True for an older generation", ready(metav1.ConditionTrue, bkv1.ReasonReady, "ok", gen-1),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+		{"CredentialsInvalid for an older generation", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsInvalid, "bad", gen-1),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+		{"Ready True", ready(metav1.ConditionTrue, bkv1.ReasonReady, "ok", gen),
+			want{ok: true}},
+		{"StoreUnreachable", ready(metav1.ConditionFalse, bkv1.ReasonStoreUnreachable, "connection refused", gen),
+			want{reason: bkv1.ReasonStoreUnreachable, waiting: true, mentions: []string{"unreachable", "connection refused"}}},
+		{"CredentialsInvalid", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsInvalid, "rejected", gen),
+			want{reason: bkv1.ReasonCredentialsInvalid, terminal: true, mentions: []string{"rejected"}}},
+		{"CredentialsMissing", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsMissing, "no Secret", gen),
+			want{reason: bkv1.ReasonCredentialsMissing, terminal: true, mentions: []string{"no Secret"}}},
+		{"TLSError", ready(metav1.ConditionFalse, bkv1.ReasonTLSError, "unknown authority", gen),
+			want{reason: bkv1.ReasonTLSError, terminal: true, mentions: []string{"unknown authority"}}},
+		{"other reason (InUse)", ready(metav1.ConditionFalse, bkv1.ReasonInUse, "deletion waits", gen),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", "deletion waits"}}},
+		{"Unknown status", ready(metav1.ConditionUnknown, bkv1.ReasonProgressing, "checking", gen),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", "checking"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "minio", Generation: gen}}
+			store.Status.Conditions = tc.conds
+			err := storeHealth(store)
+			if tc.want.ok {
+				if err != nil {
+					t.Fatalf("storeHealth = %v, want nil", err)
+				}
+				return
+			}
+			var se *stepError
+			if !errors.As(err, &se) {
+				t.Fatalf("storeHealth = %v (%T), want a *stepError", err, err)
+			}
+			if se.Reason != tc.want.reason || se.Terminal != tc.want.terminal || se.Waiting != tc.want.waiting {
+				t.Errorf("storeHealth = reason %q terminal %v waiting %v, want %q %v %v", se.Reason, se.Terminal, se.Waiting, tc.want.reason, tc.want.terminal, tc.want.waiting)
+			}
+			for _, m := range append([]string{`"minio"`}, tc.want.mentions...) {
+				if !strings.Contains(se.Message, m) {
+					t.Errorf("message %q does not mention %q", se.Message, m)
+				}
+			}
+			// Whatever the verdict, asStepError keeps it (the caller's conversion).
+			if again := asStepError(err, "x"); again != se {
+				t.Errorf("asStepError changed the verdict: %+v", again)
+			}
+		})
+	}
+}
+
+func TestBucketNameFor(t *testing.T) {
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: bkv1.ObjectStoreSpec{BucketNamePrefix: "acme"}}
+	derived := naming.BucketName("acme", "team-a", "data")
+	tests := []struct {
+		name   string
+		spec   string
+		status string
+		prefix string
+		want   string
+	}{
+		{name: "spec wins over status", spec: "explicit", status: "recorded", prefix: "acme", want: "explicit"},
+		{name: "spec wins over derived", spec: "explicit", prefix: "acme", want: "explicit"},
+		{name: "status wins over derived", status: "recorded", prefix: "acme", want: "recorded"},
+		{name: "status survives a change of prefix", status: derived, prefix: "other", want: derived},
+		{name: "derived", prefix: "acme", want: derived},
+		{name: "derived without prefix", prefix: "", want: naming.BucketName("", "team-a", "data")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data"}}
+			sb.Spec.BucketName = tc.spec
+			sb.Status.BucketName = tc.status
+			s := store.DeepCopy()
+			s.Spec.BucketNamePrefix = tc.prefix
+			got := bucketNameFor(sb, s)
+			if got != tc.want {
+				t.Errorf("bucketNameFor = %q, want %q", got, tc.want)
+			}
+			if err := naming.Validate(got); err != nil && tc.spec == "" && tc.status == "" {
+				t.Errorf("derived name is invalid: %v", err)
+			}
+		})
+	}
+	if a, b := bucketNameFor(&bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "a-b", Name: "c"}}, store),
+		bucketNameFor(&bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b-c"}}, store); a == b {
+		t.Errorf("two claims derive the same bucket %q", a)
+	}
+}
+
+func TestBucketNameForConnectionSecret(t *testing.T) {
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data"}}
+	if got := connectionSecretName(sb); got != "data-bucket" {
+		t.Errorf("default connection Secret name = %q, want data-bucket", got)
+	}
+	sb.Spec.ConnectionSecret.Name = "app-s3"
+	if got := connectionSecretName(sb); got != "app-s3" {
+		t.Errorf("connection Secret name = %q, want app-s3", got)
+	}
+}
+
+func TestLeftByEarlierIncarnation(t *testing.T) {
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "new-uid"}}
+	apiVersion := bkv1.GroupVersion.String()
+	ref := func(mutate func(*metav1.OwnerReference)) []metav1.OwnerReference {
+		r := metav1.OwnerReference{APIVersion: apiVersion, Kind: "StorageBucket", Name: "data", UID: "old-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+		if mutate != nil {
+			mutate(&r)
+		}
+		return []metav1.OwnerReference{r}
+	}
+	managed := map[string]string{bkv1.LabelManagedBy: bkv1.LabelManagedByValue, LabelSecretRole: SecretRoleConnection, LabelStorageBucket: "data"}
+	tests := []struct {
+		name   string
+		owners []metav1.OwnerReference
+		labels map[string]string
+		want   bool
+	}{
+		{"left by the earlier StorageBucket", ref(nil), managed, true},
+		{"other version of the same group", ref(func(r *metav1.OwnerReference) { r.APIVersion = "bucketkeeper.io/v1" }), managed, true},
+		{"no owner", nil, managed, false},
+		{"owner but not controller", ref(func(r *metav1.OwnerReference) { r.Controller = nil }), managed, false},
+		{"owner with controller false", ref(func(r *metav1.OwnerReference) { r.Controller = ptr.To(false) }), managed, false},
+		{"controlled by this StorageBucket (not an earlier one)", ref(func(r *metav1.OwnerReference) { r.UID = sb.UID }), managed, false},
+		{"controlled by another StorageBucket", ref(func(r *metav1.OwnerReference) { r.Name = "other" }), managed, false},
+		{"controlled by another kind", ref(func(r *metav1.OwnerReference) { r.Kind = "ObjectStore" }), managed, false},
+		{"controlled by a same-named kind of another group", ref(func(r *metav1.OwnerReference) { r.APIVersion = "example.com/v1" }), managed, false},
+		{"group that merely ends like ours", ref(func(r *metav1.OwnerReference) { r.APIVersion = "notbucketkeeper.io/v1alpha1" }), managed, false},
+		{"group that merely starts like ours", ref(func(r *metav1.OwnerReference) { r.APIVersion = "bucketkeeper.io.evil/v1alpha1" }), managed, false},
+		{"core-group style apiVersion", ref(func(r *metav1.OwnerReference) { r.APIVersion = "v1" }), managed, false},
+		{"no labels", ref(nil), nil, false},
+		{"managed by someone else", ref(nil), map[string]string{bkv1.LabelManagedBy: "helm"}, false},
+		{"only the managed-by label", ref(nil), map[string]string{bkv1.LabelManagedBy: bkv1.LabelManagedByValue}, true},
+		{"non-controller owner plus earlier controller", append(
+			[]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "cm"}}, ref(nil)...), managed, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: "data-bucket", Labels: tc.labels, OwnerReferences: tc.owners}}
+			if got := leftByEarlierIncarnation(s, sb); got != tc.want {
+				t.Errorf("leftByEarlierIncarnation = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
