@@ -1,0 +1,257 @@
+package probe
+
+import (
+	"math/rand"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const testInterval = 60 * time.Second
+
+// TestSpreadAvoidsThunderingHerd schedules 10,000 keys on their slots and
+// checks that no second carries much more than the average load, unlike a
+// global ticker that enqueues everything at once.
+func TestSpreadAvoidsThunderingHerd(t *testing.T) {
+	const n = 10000
+	rng := rand.New(rand.NewSource(42)) // used by this goroutine, then only by the drainer
+	h := newHarness(t, Options{})
+	h.onEvent = func(key types.NamespacedName, now time.Time) {
+		h.s.Schedule(key, "store", NextSlot(key, testInterval, now, 0.1, rng.Float64))
+	}
+	for i := range n {
+		k := testKey(i)
+		h.s.Schedule(k, "store", NextSlot(k, testInterval, t0, 0.1, rng.Float64))
+	}
+	h.start()
+	const secs = 2 * 60
+	h.step(secs)
+
+	counts := perSecond(h.snapshot(), secs)
+	// The second interval, (60s, 120s], is steady state: every key fires once
+	// per interval there, so its average is the designed rate N/interval.
+	steady := 0
+	for _, c := range counts[61:] {
+		steady += c
+	}
+	mean := float64(steady) / 60
+	maxC := slices.Max(counts)
+	if want := float64(n) / 60; mean < 0.95*want || mean > 1.05*want {
+		t.Fatalf("steady-state mean %.1f events/s, want ~%.1f", mean, want)
+	}
+	ratio := float64(maxC) / mean
+	t.Logf("N=%d: max %d events/s, mean %.1f events/s, max/mean = %.3f", n, maxC, mean, ratio)
+	if ratio > 1.5 {
+		t.Fatalf("max/mean = %.3f > 1.5; counts per second: %v", ratio, counts)
+	}
+
+	// The naive alternative for contrast: a global ticker makes every key due at t0.
+	naive := make([]received, n)
+	for i := range naive {
+		naive[i] = received{key: testKey(i), sec: 0}
+	}
+	if naiveMax := slices.Max(perSecond(naive, secs)); naiveMax != n {
+		t.Fatalf("naive max = %d, want %d", naiveMax, n)
+	} else {
+		t.Logf("naive global ticker: %d events in one second, max/mean = %.1f", naiveMax, float64(naiveMax)/mean)
+	}
+}
+
+// TestEachKeyOncePerInterval re-schedules every key after each event, as the
+// reconciler does after a probe, and checks the per-key cadence.
+func TestEachKeyOncePerInterval(t *testing.T) {
+	const n = 10000
+	half := int(testInterval / 2 / time.Second)
+	iv := int(testInterval / time.Second)
+
+	t.Run("no jitter: exactly 3 events in 3 intervals", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		h.onEvent = func(key types.NamespacedName, now time.Time) {
+			h.s.Schedule(key, "store", NextSlot(key, testInterval, now, 0, nil))
+		}
+		for i := range n {
+			k := testKey(i)
+			h.s.Schedule(k, "store", NextSlot(k, testInterval, t0, 0, nil))
+		}
+		h.start()
+		// The first slot is in [t0+interval/2, t0+interval/2+interval), so
+		// (t0, t0+interval/2+3*interval] spans 3 full slots of every key.
+		h.step(half + 3*iv)
+		got := byKey(h.snapshot())
+		if len(got) != n {
+			t.Fatalf("%d keys fired, want %d", len(got), n)
+		}
+		for k, secs := range got {
+			if len(secs) != 3 {
+				t.Fatalf("%v fired %d times at %v, want exactly 3", k, len(secs), secs)
+			}
+			for i := 1; i < len(secs); i++ {
+				if d := secs[i] - secs[i-1]; d < half {
+					t.Fatalf("%v fired twice within interval/2: %v", k, secs)
+				}
+			}
+		}
+	})
+
+	t.Run("jitter 0.1: exactly 3 events in 3 slots", func(t *testing.T) {
+		rng := rand.New(rand.NewSource(3))
+		h := newHarness(t, Options{})
+		h.onEvent = func(key types.NamespacedName, now time.Time) {
+			h.s.Schedule(key, "store", NextSlot(key, testInterval, now, 0.1, rng.Float64))
+		}
+		for i := range n {
+			k := testKey(i)
+			h.s.Schedule(k, "store", NextSlot(k, testInterval, t0, 0.1, rng.Float64))
+		}
+		h.start()
+		// With ±6s jitter, consecutive events are 48s..72s apart, so the
+		// window [first, first+2.5 intervals) holds exactly 3 events. Every
+		// first event is before t0+(30+6)+60+6s, so 102+150 seconds cover all
+		// windows.
+		h.step(half + 6 + iv + 6 + iv*5/2 + 1)
+		got := byKey(h.snapshot())
+		if len(got) != n {
+			t.Fatalf("%d keys fired, want %d", len(got), n)
+		}
+		for k, secs := range got {
+			inWindow := 0
+			for _, s := range secs {
+				if s < secs[0]+iv*5/2 {
+					inWindow++
+				}
+			}
+			if inWindow != 3 {
+				t.Fatalf("%v fired %d times in its 3 slots (%v), want exactly 3", k, inWindow, secs)
+			}
+			for i := 1; i < len(secs); i++ {
+				// Second-granular buckets: allow 1s either way.
+				if d := secs[i] - secs[i-1]; d < half || d < iv-12-1 || d > iv+12+1 {
+					t.Fatalf("%v: events %ds apart (%v), want %d±12s and >= %ds", k, d, secs, iv, half)
+				}
+			}
+		}
+	})
+}
+
+// TestRescheduleReplacesDueTime checks that Schedule replaces, never adds.
+func TestRescheduleReplacesDueTime(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.start()
+	k := testKey(1)
+
+	// Earlier: the loop, asleep until t0+10s, must be woken to fire at t0+5s.
+	h.s.Schedule(k, "store", t0.Add(10*time.Second))
+	h.settle()
+	h.s.Schedule(k, "store", t0.Add(5*time.Second))
+	h.settle()
+	if due, ok := h.s.Due(k); !ok || !due.Equal(t0.Add(5*time.Second)) || h.s.Len() != 1 {
+		t.Fatalf("Due = %v, %v; Len = %d; want t0+5s, true, 1", due, ok, h.s.Len())
+	}
+	h.step(15)
+	if evs := h.snapshot(); len(evs) != 1 || evs[0].sec != 5 {
+		t.Fatalf("events %v, want exactly one at second 5", evs)
+	}
+	if lag := h.lag(k); lag != 0 {
+		t.Fatalf("lag %v, want 0", lag)
+	}
+	if h.s.Len() != 0 {
+		t.Fatalf("Len = %d after firing, want 0", h.s.Len())
+	}
+
+	// Later: the old time (t0+20s) must not fire; the new one (t0+35s) must.
+	h.s.Schedule(k, "store", t0.Add(20*time.Second))
+	h.settle()
+	h.s.Schedule(k, "store", t0.Add(35*time.Second))
+	h.settle()
+	h.step(19) // now t0+34s
+	if evs := h.snapshot(); len(evs) != 1 {
+		t.Fatalf("fired at the replaced time: %v", evs)
+	}
+	h.step(1)
+	if evs := h.snapshot(); len(evs) != 2 || evs[1].sec != 35 {
+		t.Fatalf("events %v, want a second one at second 35", evs)
+	}
+	h.step(30)
+	if evs := h.snapshot(); len(evs) != 2 {
+		t.Fatalf("extra events: %v", evs)
+	}
+}
+
+// TestConcurrentScheduleOneEntryPerKey hammers Schedule from many goroutines
+// (like reconcile workers) and checks each key still fires exactly once.
+func TestConcurrentScheduleOneEntryPerKey(t *testing.T) {
+	const keys, workers = 1000, 8
+	h := newHarness(t, Options{})
+	h.start()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := range keys {
+				h.s.Schedule(testKey(i), "store", t0.Add(time.Duration(1+rng.Intn(10))*time.Second))
+			}
+		}()
+	}
+	wg.Wait()
+	h.settle()
+	if h.s.Len() != keys {
+		t.Fatalf("Len = %d, want %d (one entry per key)", h.s.Len(), keys)
+	}
+	h.step(12)
+	for k, secs := range byKey(h.snapshot()) {
+		if len(secs) != 1 {
+			t.Fatalf("%v fired %d times", k, len(secs))
+		}
+	}
+	if n := len(h.snapshot()); n != keys {
+		t.Fatalf("%d events, want %d", n, keys)
+	}
+}
+
+// TestForget checks that forgotten keys never fire, including keys waiting
+// for a budget token.
+func TestForget(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.s.SetBudget("slow", 1, 1)
+	a, b, c := testKey(1), testKey(2), testKey(3)
+	for _, k := range []types.NamespacedName{a, b, c} {
+		h.s.Schedule(k, "store", t0.Add(5*time.Second))
+	}
+	d, e, f := testKey(4), testKey(5), testKey(6)
+	for _, k := range []types.NamespacedName{d, e, f} {
+		h.s.Schedule(k, "slow", t0)
+	}
+	h.start() // d fires at t0; e and f are delayed by the budget
+	delayed := []types.NamespacedName{}
+	for _, k := range []types.NamespacedName{d, e, f} {
+		if due, ok := h.s.Due(k); ok && due.After(t0) {
+			delayed = append(delayed, k)
+		}
+	}
+	if len(delayed) != 2 {
+		t.Fatalf("%d keys delayed by the budget, want 2", len(delayed))
+	}
+	h.s.Forget(a)
+	h.s.Forget(delayed[0])
+	h.s.Forget(testKey(99)) // unknown: no-op
+	h.settle()
+	if _, ok := h.s.Due(a); ok {
+		t.Fatal("Due reports a forgotten key")
+	}
+	h.step(20)
+	got := byKey(h.snapshot())
+	if _, ok := got[a]; ok {
+		t.Fatalf("forgotten key %v fired", a)
+	}
+	if _, ok := got[delayed[0]]; ok {
+		t.Fatalf("forgotten delayed key %v fired", delayed[0])
+	}
+	if len(got) != 4 || h.s.Len() != 0 {
+		t.Fatalf("fired %v, Len %d; want b, c and two slow keys, Len 0", got, h.s.Len())
+	}
+}
