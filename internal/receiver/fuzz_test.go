@@ -1,0 +1,121 @@
+package receiver
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var fuzzMethods = []string{http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead}
+
+var allowedCodes = map[int]bool{202: true, 400: true, 401: true, 404: true, 405: true, 413: true, 429: true, 500: true}
+
+// FuzzHandler feeds arbitrary bodies, timestamps and signatures to the real handler.
+// When sign is true the signature is computed over the fuzzed timestamp and body, so
+// the fuzzer reaches the parser and the Requester too; otherwise sig is sent verbatim.
+// It checks that the handler never panics, answers only the documented codes, and
+// never calls the Requester for a request that a separate, test-side check does not
+// consider authentic.
+func FuzzHandler(f *testing.F) {
+	now := unixTS(testNow)
+	stale := unixTS(testNow.Add(-6 * time.Minute))
+	future := unixTS(testNow.Add(6 * time.Minute))
+	seeds := []struct {
+		method uint8
+		body   string
+		ts     string
+		sig    string
+		sign   bool
+	}{
+		{0, directPhotos, now, "", true},
+		{0, minioEvent, now, "", true},
+		{0, cephEvent, now, "", true},
+		{0, `{"namespace":"team-a","name":"nope"}`, now, "", true},
+		{0, `{"namespace":"team-a","name":"broken"}`, now, "", true},
+		{0, `{"namespace":"team-a","name":"exists-fails"}`, now, "", true},
+		{0, `{"Records":[{"s3":{"bucket":{"name":"lookup-fails"}}}]}`, now, "", true},
+		{0, `{"Records":[{"s3":{"bucket":{"name":"Bad_Bucket"}}}]}`, now, "", true},
+		{0, `{"Records":[]}`, now, "", true},
+		{0, `{"namespace":"team-a","name":"photos","Records":[]}`, now, "", true},
+		{0, `{"namespace":`, now, "", true},
+		{0, `[]`, now, "", true},
+		{0, ``, now, "", true},
+		{0, directPhotos, stale, "", true},
+		{0, directPhotos, future, "", true},
+		{0, directPhotos, "+" + now, "", true},
+		{0, directPhotos, now, Sign(testSecret, now, []byte(directPhotos+" ")), false},
+		{0, directPhotos, now, Sign([]byte("wrong-secret-0123456789"), now, []byte(directPhotos)), false},
+		{0, directPhotos, now, "sha256=" + strings.Repeat("0", 64), false},
+		{0, directPhotos, now, "sha256=zz", false},
+		{0, directPhotos, "", "", false},
+		{1, directPhotos, now, "", true},
+		{2, directPhotos, now, "", true},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, []byte(s.body), s.ts, s.sig, s.sign)
+	}
+
+	f.Fuzz(func(t *testing.T, method uint8, body []byte, ts, sig string, sign bool) {
+		m := fuzzMethods[int(method)%len(fuzzMethods)]
+		if sign {
+			sig = Sign(testSecret, ts, body)
+		}
+		fake := newFakeRequester()
+		h := newTestReceiver(t, fake, nil).Handler()
+
+		req := httptest.NewRequest(m, ProbePath, bytes.NewReader(body))
+		// Set the map directly: fuzzed values need not be valid header text, and a
+		// server behind a proxy could still see odd bytes.
+		req.Header[TimestampHeader] = []string{ts}
+		req.Header[SignatureHeader] = []string{sig}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+
+		code := rec.Code
+		if !allowedCodes[code] {
+			t.Fatalf("undocumented status %d for body %q", code, body)
+		}
+		authentic := m == http.MethodPost && len(body) <= MaxBodyBytes && independentlyFresh(ts) &&
+			independentlyValid(ts, sig, body)
+		if calls := fake.Calls(); len(calls) > 0 && !authentic {
+			t.Fatalf("Requester called (%q) for an unauthenticated request (ts %q, sig %q)", calls, ts, sig)
+		}
+		if !authentic && code != 401 && code != 405 && code != 413 {
+			t.Fatalf("unauthenticated request answered %d", code)
+		}
+		if authentic && code == 401 {
+			t.Fatalf("authentic request answered 401 (ts %q)", ts)
+		}
+		if code == 202 && len(fake.Probes()) == 0 {
+			t.Fatal("202 without any probe requested")
+		}
+	})
+}
+
+// independentlyValid re-derives the signature with crypto/hmac directly rather than
+// through the package, so a bug shared by Sign and the verifier cannot hide itself.
+func independentlyValid(ts, sig string, body []byte) bool {
+	m := hmac.New(sha256.New, testSecret)
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return strings.HasPrefix(sig, "sha256=") && strings.EqualFold(sig[len("sha256="):], hex.EncodeToString(m.Sum(nil)))
+}
+
+func independentlyFresh(ts string) bool {
+	if ts == "" || len(ts) > 18 || strings.Trim(ts, "0123456789") != "" {
+		return false
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	d := testNow.Unix() - sec
+	return d >= -300 && d <= 300
+}

@@ -1,0 +1,251 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// The vector was computed independently (Python hmac) so Sign is pinned to the
+// documented wire format, not just to itself.
+func TestSignMatchesWireFormat(t *testing.T) {
+	got := Sign(testSecret, "1760000000", []byte(directPhotos))
+	want := "sha256=57ee7a88ac78504d29eb7fbb61174c462125cf7e3abb274c5f66fd175e0584e0"
+	if got != want {
+		t.Fatalf("Sign = %s, want %s", got, want)
+	}
+}
+
+func TestLoadSecret(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name    string
+		path    string
+		want    string
+		wantErr string
+	}{
+		{name: "trailing newline trimmed", path: write("nl", "0123456789abcdef\n"), want: "0123456789abcdef"},
+		{name: "CRLF trimmed", path: write("crlf", "0123456789abcdef-xyz\r\n"), want: "0123456789abcdef-xyz"},
+		{name: "inner whitespace kept", path: write("inner", "0123456789 abcdef"), want: "0123456789 abcdef"},
+		{name: "empty", path: write("empty", ""), wantErr: "secret is empty"},
+		{name: "only a newline", path: write("onlynl", "\n"), wantErr: "secret is empty"},
+		{name: "too short", path: write("short", "short-key\n"), wantErr: "9 bytes, need at least 16"},
+		{name: "missing file", path: filepath.Join(dir, "absent"), wantErr: "reading receiver secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LoadSecret(c.path)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, c.wantErr)
+				}
+				if strings.Contains(err.Error(), "short-key") {
+					t.Errorf("error reveals the key: %v", err)
+				}
+				return
+			}
+			if err != nil || string(got) != c.want {
+				t.Fatalf("LoadSecret = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	valid := Options{BindAddress: "127.0.0.1:0", Secret: testSecret, Requester: newFakeRequester()}
+	cases := map[string]func(*Options){
+		"no bind address": func(o *Options) { o.BindAddress = "" },
+		"no requester":    func(o *Options) { o.Requester = nil },
+		"no secret":       func(o *Options) { o.Secret = nil },
+		"short secret":    func(o *Options) { o.Secret = []byte("too-short") },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			opts := valid
+			mutate(&opts)
+			if _, err := New(opts); err == nil {
+				t.Fatal("New accepted invalid options")
+			}
+		})
+	}
+	r, err := New(valid)
+	if err != nil {
+		t.Fatalf("New(valid): %v", err)
+	}
+	if r.maxAge != 5*time.Minute || r.limiter.Burst() != 40 || float64(r.limiter.Limit()) != 20 {
+		t.Errorf("defaults: maxAge %v burst %d rps %v", r.maxAge, r.limiter.Burst(), r.limiter.Limit())
+	}
+	if _, ok := r.clock.(clock.RealClock); !ok {
+		t.Errorf("default clock is %T, want clock.RealClock", r.clock)
+	}
+	if r.NeedLeaderElection() {
+		t.Error("NeedLeaderElection = true; every replica must serve")
+	}
+}
+
+// startReceiver runs Start in the background and waits until it listens.
+func startReceiver(t *testing.T, r *Receiver) (cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Start(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Addr() == "" {
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("Start returned early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("receiver did not start listening")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cancel, errc
+}
+
+func waitStopped(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Start returned %v, want nil", err)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("Start did not return within 6s of cancel")
+	}
+}
+
+func post(t *testing.T, addr string, body []byte, secret []byte) (int, string) {
+	t.Helper()
+	code, resBody, err := doPost(addr, body, secret)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	return code, resBody
+}
+
+// doPost sends a request signed now with secret; safe to call off the test goroutine.
+func doPost(addr string, body []byte, secret []byte) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+ProbePath, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	ts := unixTS(time.Now())
+	req.Header.Set(TimestampHeader, ts)
+	req.Header.Set(SignatureHeader, Sign(secret, ts, body))
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), err
+}
+
+// The Runnable end to end: real TCP on 127.0.0.1:0, a real signed request, a clean stop.
+func TestStartServesOverTCPAndStops(t *testing.T) {
+	fake := newFakeRequester()
+	r := newTestReceiver(t, fake, func(o *Options) { o.Clock = nil }) // real clock: real timestamps
+	cancel, done := startReceiver(t, r)
+	defer cancel()
+	addr := r.Addr()
+	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
+		t.Fatalf("Addr = %q, want 127.0.0.1:<port>", addr)
+	}
+
+	code, body := post(t, addr, []byte(directPhotos), testSecret)
+	if code != http.StatusAccepted || !strings.Contains(body, "team-a/photos") {
+		t.Fatalf("signed request: %d %q, want 202 naming team-a/photos", code, body)
+	}
+	if got := fake.Probes(); len(got) != 1 || got[0] != keyPhotos {
+		t.Fatalf("probes = %v", got)
+	}
+	if code, _ := post(t, addr, []byte(directPhotos), []byte("some-other-secret-value")); code != http.StatusUnauthorized {
+		t.Fatalf("forged request: %d, want 401", code)
+	}
+	res, err := http.Get("http://" + addr + HealthzPath)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", res, err)
+	}
+	res.Body.Close()
+
+	cancel()
+	waitStopped(t, done)
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		conn.Close()
+		t.Fatal("still accepting connections after Start returned")
+	}
+	if err := r.Start(context.Background()); err == nil {
+		t.Fatal("second Start succeeded")
+	}
+}
+
+// A request in flight when ctx ends still gets its answer: shutdown is graceful.
+func TestStartDrainsInFlightRequests(t *testing.T) {
+	fake := newFakeRequester()
+	fake.block = make(chan struct{})
+	r := newTestReceiver(t, fake, func(o *Options) { o.Clock = nil })
+	cancel, done := startReceiver(t, r)
+	defer cancel()
+
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		code, body, err := doPost(r.Addr(), []byte(directPhotos), testSecret)
+		resc <- result{code, body, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(strings.Join(fake.Calls(), ","), "RequestProbe") {
+		if time.Now().After(deadline) {
+			t.Fatal("request never reached RequestProbe")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	time.Sleep(100 * time.Millisecond) // let Shutdown begin before releasing the handler
+	close(fake.block)
+
+	if res := <-resc; res.err != nil || res.code != http.StatusAccepted {
+		t.Fatalf("in-flight request: %d %q %v, want 202", res.code, res.body, res.err)
+	}
+	waitStopped(t, done)
+}
+
+func TestStartFailsWhenAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := newTestReceiver(t, newFakeRequester(), func(o *Options) { o.BindAddress = ln.Addr().String() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = r.Start(ctx)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Start on a busy port = %v, want a listen error", err)
+	}
+}
