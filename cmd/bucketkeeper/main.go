@@ -4,23 +4,34 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 )
 
 func main() {
 	var opts operator.Options
+	var receiverSecretFile string
+	var kubeQPS float64
+	var kubeBurst int
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to; \"0\" disables them.")
-	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles and probes at a time.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.IntVar(&opts.Concurrency, "concurrency", 4, "StorageBuckets reconciled at once.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", 0, "How often each bucket's configuration is re-read to correct drift (default 10m).")
-	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often a timestamp alone is rewritten in status (default 5m).")
+	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often lastProbeTime alone is rewritten in status when the verdict does not change (default 5m).")
+	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets matching this label selector (sharding across deployments).")
+	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket bucketkeeper_bucket_available series.")
+	flag.StringVar(&opts.ReceiverBindAddress, "receiver-bind-address", "", "Serve the signed probe-request webhook (POST /v1/probe) here; empty disables it.")
+	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")
+	flag.Float64Var(&kubeQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
+	flag.IntVar(&kubeBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -28,7 +39,18 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	mgr, err := operator.New(ctrl.GetConfigOrDie(), opts)
+	if opts.ReceiverBindAddress != "" {
+		secret, err := receiver.LoadSecret(receiverSecretFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "--receiver-secret-file:", err)
+			os.Exit(2)
+		}
+		opts.ReceiverSecret = secret
+	}
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(kubeQPS), kubeBurst
+
+	mgr, err := operator.New(cfg, opts)
 	if err != nil {
 		log.Error(err, "unable to set up the manager")
 		os.Exit(1)

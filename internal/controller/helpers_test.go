@@ -3,12 +3,15 @@ package controller_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +60,38 @@ func keysOf(m map[string][]byte) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
+	}
+	return out
+}
+
+// table fetches the namespace's objects of resource as kubectl does (server-side
+// printing), keyed by name then column name.
+func (f *fixture) table(resource string) map[string]map[string]string {
+	f.t.Helper()
+	httpClient, err := rest.HTTPClientFor(cfg)
+	must(f.t, err)
+	url := fmt.Sprintf("%s/apis/bucketkeeper.io/v1alpha1/namespaces/%s/%s", strings.TrimSuffix(cfg.Host, "/"), f.ns, resource)
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
+	must(f.t, err)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := httpClient.Do(req)
+	must(f.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(f.t, err)
+	table := &metav1.Table{}
+	if err := json.Unmarshal(body, table); err != nil {
+		f.t.Fatalf("table of %s: %v: %.300s", resource, err, body)
+	}
+	out := map[string]map[string]string{}
+	for _, row := range table.Rows {
+		cells := map[string]string{}
+		for i, col := range table.ColumnDefinitions {
+			if i < len(row.Cells) {
+				cells[col.Name] = fmt.Sprint(row.Cells[i])
+			}
+		}
+		out[cells["Name"]] = cells
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,30 @@ type ObjectStoreReconciler struct {
 	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
 	Heartbeat     time.Duration
 	OnStatusWrite func(kind string)
+	// Budget receives each store's request budget, so probes are paced by it; may be nil.
+	Budget func(store string, perSecond float64, burst int)
+
+	mu          sync.Mutex
+	lastChecked map[string]time.Time
+}
+
+// minCheckGap bounds health checks of one store, however many probes ask for one: while
+// a store is down the operator sends it about one request per second at most.
+const minCheckGap = time.Second
+
+// checkAllowed says whether a store may be checked now, or how long to wait.
+func (r *ObjectStoreReconciler) checkAllowed(store string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.Clock.Now()
+	if last, ok := r.lastChecked[store]; ok && now.Sub(last) < minCheckGap {
+		return minCheckGap - now.Sub(last)
+	}
+	if r.lastChecked == nil {
+		r.lastChecked = map[string]time.Time{}
+	}
+	r.lastChecked[store] = now
+	return 0
 }
 
 func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -62,6 +87,12 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	interval := 30 * time.Second
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration
+	}
+	if r.Budget != nil {
+		r.Budget(store.Name, float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst))
+	}
+	if wait := r.checkAllowed(store.Name); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	reason, message := r.healthCheck(ctx, store)
 	r.setHealth(patcher, store, reason, message)

@@ -25,6 +25,9 @@ import (
 const (
 	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
 	IndexStorageBucketStore = "spec.objectStoreRef.name"
+	// IndexStorageBucketBucketName indexes StorageBuckets by status.bucketName, to map
+	// S3 event notifications (which name buckets) to objects.
+	IndexStorageBucketBucketName = "status.bucketName"
 	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
 	// Secret they reference (operator and application credentials).
 	IndexObjectStoreSecret = "spec.secretRefs"
@@ -35,6 +38,14 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
 		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
+		if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
+			return []string{name}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -59,14 +70,17 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
 // credentials and namespaces its verdicts depend on.
 func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt))).
 		Owns(&corev1.Secret{}).
 		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(credentialsSecret())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()})
+	if r.ProbeEvents != nil {
+		b = b.WatchesRawSource(r.ProbeEvents)
+	}
+	return b.Complete(r)
 }
 
 // SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or
@@ -79,6 +93,7 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
+		WatchesRawSource(r.Stores.CheckRequests()).
 		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Complete(r)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
@@ -45,6 +46,11 @@ type StorageBucketReconciler struct {
 	// OnStatusWrite is called after every status write (metrics); may be nil.
 	OnStatusWrite func(kind string)
 
+	// Prober runs and schedules health probes; nil disables probing.
+	Prober *Prober
+	// ProbeEvents is the probe scheduler's event source (see ProbeScheduler).
+	ProbeEvents source.Source
+
 	synced syncMemo
 }
 
@@ -64,6 +70,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.synced.forget(req.NamespacedName)
+			r.Prober.forget(req.NamespacedName, "")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -87,6 +94,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	if sb.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+		r.Prober.forget(req.NamespacedName, sb.UID)
 		return ctrl.Result{}, nil
 	}
 
@@ -110,22 +118,26 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 		{bkv1.ConditionConfigured, r.reconcileConfiguration},
 		{bkv1.ConditionReady, r.reconcileConnectionSecret},
 	}
-	var deferred *stepError
-	deferredCondition := ""
+	var failure *stepError
+	failedCondition := ""
 	for _, step := range steps {
 		err := step.run(ctx, scope)
 		if err == nil {
 			continue
 		}
-		se := asStepError(err, "reconciling")
-		if se.Reason == bkv1.ReasonNotSupportedByStore {
-			// Report it, but let the connection Secret converge too.
-			deferred, deferredCondition = se, step.condition
-			continue
+		failure, failedCondition = asStepError(err, "reconciling"), step.condition
+		if failure.Reason != bkv1.ReasonNotSupportedByStore {
+			break // later steps need what this one failed to establish
 		}
-		return r.summarize(ctx, sb, patcher, step.condition, se)
+		// Otherwise report it, but let the connection Secret converge too.
 	}
-	return r.summarize(ctx, sb, patcher, deferredCondition, deferred)
+
+	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
+	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
+	if probeRequeue > 0 && (result.RequeueAfter == 0 || probeRequeue < result.RequeueAfter) {
+		result.RequeueAfter = probeRequeue
+	}
+	return result, err
 }
 
 // summarize sets Ready, Reconciling and Stalled from the outcome, kstatus-style: Ready

@@ -7,8 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -47,6 +51,31 @@ type StoreRegistry struct {
 
 	mu      sync.Mutex
 	clients map[string]storeClient
+	checks  chan event.TypedGenericEvent[client.Object]
+}
+
+// RequestCheck asks the ObjectStore controller to health-check a store now: a probe
+// that could not reach the store lets the store's verdict (which short-circuits every
+// other bucket on it) catch up at once instead of after the health-check interval.
+func (r *StoreRegistry) RequestCheck(store string) {
+	select {
+	case r.checkEvents() <- event.TypedGenericEvent[client.Object]{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: store}}}:
+	default: // a check is already queued; the work queue would merge them anyway
+	}
+}
+
+// CheckRequests is the source of RequestCheck's events for the ObjectStore controller.
+func (r *StoreRegistry) CheckRequests() source.Source {
+	return source.Channel(r.checkEvents(), &handler.TypedEnqueueRequestForObject[client.Object]{})
+}
+
+func (r *StoreRegistry) checkEvents() chan event.TypedGenericEvent[client.Object] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checks == nil {
+		r.checks = make(chan event.TypedGenericEvent[client.Object], 64)
+	}
+	return r.checks
 }
 
 type storeClient struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -30,11 +31,16 @@ import (
 // ObjectStore, so S3 requests are counted per test by store name.
 var (
 	k8s      client.Client
+	k8sWatch client.WithWatch
 	cfg      *rest.Config
 	seaweed  *testenv.S3Server
 	versity  *testenv.S3Server
 	requests = &requestLog{}
 	logs     = &syncBuffer{}
+
+	// The suite's manager serves the probe webhook here.
+	receiverAddr   string
+	receiverSecret = []byte("suite-receiver-secret-0123456789")
 )
 
 // syncInterval is short so drift correction and stalled-object resyncs happen within a
@@ -67,7 +73,12 @@ func run(m *testing.M) int {
 	}
 	defer stop("Versity", versity.Close)
 
-	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+	if k8sWatch, err = client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	k8s = k8sWatch
+	if receiverAddr, err = freeLoopbackAddr(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -84,6 +95,15 @@ func run(m *testing.M) int {
 	return code
 }
 
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
 func stop(what string, f func() error) {
 	if err := f(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping %s: %v\n", what, err)
@@ -96,7 +116,12 @@ func startManager(ctx context.Context, opts operator.Options) (<-chan struct{}, 
 	if opts.SyncInterval == 0 {
 		opts.SyncInterval = syncInterval
 	}
-	opts.S3Observer = requests.observe
+	if opts.S3Observer == nil {
+		opts.S3Observer = requests.observe
+	}
+	if opts.ReceiverBindAddress == "" && receiverAddr != "" && opts.WatchLabelSelector == "!"+isolatedLabel {
+		opts.ReceiverBindAddress, opts.ReceiverSecret = receiverAddr, receiverSecret
+	}
 	mgr, err := operator.New(cfg, opts)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ package metrics
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -24,6 +25,33 @@ var (
 		Name: "bucketkeeper_status_writes_total",
 		Help: "Status writes to the API server, by kind.",
 	}, []string{"kind"})
+
+	// ProbeDuration is the latency of bucket probes.
+	ProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "bucketkeeper_probe_duration_seconds",
+		Help:    "Duration of bucket health probes, by store and mode.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"store", "mode"})
+
+	// Probes counts probes by verdict reason (ProbeSucceeded, BucketNotFound, ...).
+	Probes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_probes_total",
+		Help: "Bucket health probes, by store and result.",
+	}, []string{"store", "result"})
+
+	// BucketAvailable is 1 for an available bucket, 0 for an unavailable one and absent
+	// while unknown. One series per bucket: it can be turned off for huge installs.
+	BucketAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_available",
+		Help: "Whether a bucket answered its last probe (1) or not (0).",
+	}, []string{"namespace", "name"})
+
+	// ProbeScheduleLag is how late probe events leave the scheduler, budget delays included.
+	ProbeScheduleLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "bucketkeeper_probe_schedule_lag_seconds",
+		Help:    "Delay between a probe's due time and its event leaving the scheduler.",
+		Buckets: []float64{.001, .01, .1, .5, 1, 2, 5, 10, 30, 60},
+	})
 )
 
 var registerOnce sync.Once
@@ -31,7 +59,7 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, StatusWrites)
+		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable, ProbeScheduleLag)
 	})
 }
 
@@ -51,4 +79,23 @@ func ObserveS3(store, operation string, status int, err error) {
 // ObserveStatusWrite records one status write of the given kind.
 func ObserveStatusWrite(kind string) {
 	StatusWrites.WithLabelValues(kind).Inc()
+}
+
+// ObserveProbe records one probe.
+func ObserveProbe(store, mode, result string, latency time.Duration) {
+	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
+	Probes.WithLabelValues(store, result).Inc()
+}
+
+// SetAvailable sets (or, when forget is true or available nil, removes) a bucket's series.
+func SetAvailable(namespace, name string, available *bool, forget bool) {
+	if forget || available == nil {
+		BucketAvailable.DeleteLabelValues(namespace, name)
+		return
+	}
+	v := 0.0
+	if *available {
+		v = 1
+	}
+	BucketAvailable.WithLabelValues(namespace, name).Set(v)
 }

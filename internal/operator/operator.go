@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -27,6 +28,8 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
+	"github.com/bucketkeeper/bucketkeeper/internal/probe"
+	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -40,6 +43,9 @@ type Options struct {
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (zero:
+	// controller-runtime's 15s/10s/2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// Concurrency is the number of StorageBuckets reconciled at once.
 	Concurrency int
@@ -54,12 +60,21 @@ type Options struct {
 	// buckets across several operator deployments (empty: all).
 	WatchLabelSelector string
 
+	// DisableAvailabilityMetric drops the per-bucket bucketkeeper_bucket_available
+	// series, for installs with very many buckets.
+	DisableAvailabilityMetric bool
+
+	// ReceiverBindAddress, when set, serves the authenticated probe-request webhook
+	// there, signed with ReceiverSecret.
+	ReceiverBindAddress string
+	ReceiverSecret      []byte
+
 	// S3Factory builds store clients (default s3.New). Tests wrap it.
 	S3Factory s3.Factory
 	// S3Observer, if set, sees every S3 request besides the metrics.
 	S3Observer func(store, operation string, httpStatus int, err error)
 	// Clock drives everything time-based (default: the real clock).
-	Clock clock.Clock
+	Clock clock.WithTicker
 }
 
 func (o *Options) defaults() {
@@ -126,6 +141,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// Leader election is released on a clean stop, so a rolling update hands
 		// over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 nonZero(opts.LeaseDuration),
+		RenewDeadline:                 nonZero(opts.RenewDeadline),
+		RetryPeriod:                   nonZero(opts.RetryPeriod),
 		Cache:                         cache.Options{ByObject: byObject},
 		// Tests and the dev binary run several managers in one process; controller
 		// names then repeat by design.
@@ -154,6 +172,26 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
+	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
+		OnSend: func(_ types.NamespacedName, lag time.Duration) { metrics.ProbeScheduleLag.Observe(lag.Seconds()) },
+	})
+	if err := mgr.Add(scheduler); err != nil {
+		return nil, err
+	}
+	prober := &controller.Prober{
+		Scheduler: scheduler,
+		Clock:     opts.Clock,
+		Heartbeat: opts.StatusHeartbeat,
+		Observe: func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration) {
+			metrics.ObserveProbe(store, string(mode), reason, latency)
+		},
+	}
+	if !opts.DisableAvailabilityMetric {
+		prober.Available = func(key types.NamespacedName, available *bool, forget bool) {
+			metrics.SetAvailable(key.Namespace, key.Name, available, forget)
+		}
+	}
+
 	if err := (&controller.ObjectStoreReconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("bucketkeeper-objectstore"),
@@ -161,6 +199,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Clock:         opts.Clock,
 		Heartbeat:     opts.StatusHeartbeat,
 		OnStatusWrite: metrics.ObserveStatusWrite,
+		Budget:        scheduler.SetBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ObjectStore controller: %w", err)
 	}
@@ -171,8 +210,25 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Clock:         opts.Clock,
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
+		Prober:        prober,
+		ProbeEvents:   scheduler.Source(),
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the StorageBucket controller: %w", err)
+	}
+	if opts.ReceiverBindAddress != "" {
+		rcv, err := receiver.New(receiver.Options{
+			BindAddress: opts.ReceiverBindAddress,
+			Secret:      opts.ReceiverSecret,
+			Requester:   &controller.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
+			Clock:       opts.Clock,
+			Log:         ctrl.Log.WithName("receiver"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("setting up the probe receiver: %w", err)
+		}
+		if err := mgr.Add(rcv); err != nil {
+			return nil, err
+		}
 	}
 
 	if opts.HealthProbeBindAddress != "0" && opts.HealthProbeBindAddress != "" {
@@ -184,4 +240,11 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }

@@ -1,0 +1,283 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/probe"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// CanaryPrefix is where ReadWrite probes write their canary object; each bucket's
+// canary is named after the StorageBucket's UID and deleted after every probe.
+const CanaryPrefix = ".bucketkeeper/probe/"
+
+// ProbeScheduler wakes a StorageBucket when its next probe is due: an event source
+// outside the cluster, fed by the reconciler after every probe.
+type ProbeScheduler interface {
+	Schedule(key types.NamespacedName, store string, due time.Time)
+	Forget(key types.NamespacedName)
+}
+
+// Prober decides from state whether a bucket's probe is due, runs it and remembers the
+// result. Because the decision is made here and not by whoever sent the event, duplicate
+// or extra wake-ups never cause extra probes.
+type Prober struct {
+	Scheduler ProbeScheduler
+	Clock     clock.PassiveClock
+	// Heartbeat bounds how often lastProbeTime alone is rewritten (status economy).
+	Heartbeat time.Duration
+	// Observe records one probe for metrics; may be nil.
+	Observe func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration)
+	// Available reports a bucket's verdict for the availability gauge (nil = unknown,
+	// forgotten = deleted); may be nil.
+	Available func(key types.NamespacedName, available *bool, forget bool)
+	// Jitter draws from [0,1); nil means math/rand.
+	Jitter func() float64
+
+	mu     sync.Mutex
+	states map[types.UID]probeState
+}
+
+type probeState struct {
+	nextDue    time.Time
+	generation int64
+}
+
+type probeResult struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+	latency time.Duration
+}
+
+func (p *Prober) forget(key types.NamespacedName, uid types.UID) {
+	if p == nil {
+		return
+	}
+	if p.Scheduler != nil {
+		p.Scheduler.Forget(key)
+	}
+	if p.Available != nil {
+		p.Available(key, nil, true)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if uid != "" {
+		delete(p.states, uid)
+	}
+}
+
+func (p *Prober) state(uid types.UID) (probeState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.states[uid]
+	return st, ok
+}
+
+func (p *Prober) save(uid types.UID, st probeState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.states == nil {
+		p.states = map[types.UID]probeState{}
+	}
+	p.states[uid] = st
+}
+
+func (p *Prober) jitter() float64 {
+	if p.Jitter != nil {
+		return p.Jitter()
+	}
+	return rand.Float64()
+}
+
+func probeInterval(sb *bkv1.StorageBucket) time.Duration {
+	if sb.Spec.Probe.Interval != nil && sb.Spec.Probe.Interval.Duration > 0 {
+		return sb.Spec.Probe.Interval.Duration
+	}
+	return time.Minute
+}
+
+func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
+	if sb.Spec.Probe.Timeout != nil && sb.Spec.Probe.Timeout.Duration > 0 {
+		return sb.Spec.Probe.Timeout.Duration
+	}
+	return 10 * time.Second
+}
+
+// reconcileAvailability keeps the Available verdict current. A store known to be down
+// answers for all its buckets; otherwise a provisioned bucket is probed when its probe
+// is due, the spec changed or a probe was requested. It returns a requeue delay when the
+// probe found something the provisioning path must fix at once (a vanished bucket).
+func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, scope *bucketScope, patcher *statusPatcher, failure *stepError) time.Duration {
+	p, sb := r.Prober, scope.sb
+	if p == nil {
+		return 0
+	}
+	if scope.s3 == nil {
+		if failure != nil && failure.Reason == bkv1.ReasonStoreUnreachable {
+			r.recordProbe(patcher, sb, probeResult{status: metav1.ConditionUnknown, reason: bkv1.ReasonStoreUnreachable,
+				message: fmt.Sprintf("ObjectStore %q is unreachable; the bucket is probed again when it is back", sb.Spec.ObjectStoreRef.Name)}, p.Clock.Now(), false)
+		}
+		return 0
+	}
+	if sb.Status.BucketName != scope.bucket || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		return 0
+	}
+
+	key := client.ObjectKeyFromObject(sb)
+	interval, now := probeInterval(sb), p.Clock.Now()
+	requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]
+	pending := requested != "" && requested != sb.Status.LastHandledProbeRequest
+	st, known := p.state(sb.UID)
+	due := pending || availabilityReason(sb) == bkv1.ReasonStoreUnreachable
+	switch {
+	case !known && sb.Status.LastProbeTime == nil:
+		due = true // never probed: probe at once
+	case !known:
+		// Probed by an earlier leader: continue at this bucket's phase slot, so a
+		// restart or failover never turns into a burst of N probes.
+		st = probeState{nextDue: probe.NextSlot(key, interval, now.Add(-interval/2), 0, nil), generation: sb.Generation}
+	case st.generation != sb.Generation:
+		due = true
+	case !now.Before(st.nextDue):
+		due = true
+	}
+
+	var requeue time.Duration
+	if due {
+		res := r.runProbe(ctx, scope)
+		st = probeState{nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation}
+		r.recordProbe(patcher, sb, res, now, true)
+		switch res.reason {
+		case bkv1.ReasonBucketNotFound:
+			// The provisioning path recreates it (with its event) on the next pass.
+			r.synced.forget(key)
+			requeue = time.Second
+		case bkv1.ReasonStoreUnreachable:
+			r.Stores.RequestCheck(scope.store.Name)
+		}
+	} else if c := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil && c.ObservedGeneration != sb.Generation {
+		setCondition(&sb.Status.Conditions, sb.Generation, c.Type, c.Status, c.Reason, c.Message)
+	}
+	if pending {
+		sb.Status.LastHandledProbeRequest = requested
+	}
+	p.save(sb.UID, st)
+	if p.Scheduler != nil {
+		p.Scheduler.Schedule(key, scope.store.Name, st.nextDue)
+	}
+	return requeue
+}
+
+func availabilityReason(sb *bkv1.StorageBucket) string {
+	if c := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// runProbe sends the probe: HeadBucket, or a canary object written, read back and
+// deleted. Messages are fixed per verdict, so a steady verdict never rewrites status.
+func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketScope) probeResult {
+	sb, c, bucket := scope.sb, scope.s3, scope.bucket
+	timeout := probeTimeout(sb)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := r.Prober.Clock.Now()
+	var err error
+	mode := sb.Spec.Probe.Mode
+	if mode == bkv1.ProbeModeReadWrite {
+		err = canaryProbe(ctx, c, bucket, CanaryPrefix+string(sb.UID))
+	} else {
+		mode = bkv1.ProbeModeHead
+		_, err = c.HeadBucket(ctx, bucket)
+	}
+	res := probeResult{latency: r.Prober.Clock.Since(start)}
+	switch kind := s3.KindOf(err); {
+	case err == nil:
+		res.status, res.reason, res.message = metav1.ConditionTrue, bkv1.ReasonProbeSucceeded, fmt.Sprintf("bucket %q answered the %s probe", bucket, mode)
+	case kind == s3.KindNotFound:
+		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonBucketNotFound, fmt.Sprintf("bucket %q does not exist on the store; it is being created again", bucket)
+	case kind == s3.KindAccessDenied || kind == s3.KindInvalidCredentials:
+		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonAccessDenied, fmt.Sprintf("the store refused the %s probe of bucket %q (%s)", mode, bucket, kind)
+	case kind == s3.KindTimeout || ctx.Err() != nil:
+		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeTimeout, fmt.Sprintf("bucket %q did not answer the %s probe within %s", bucket, mode, timeout)
+	case kind == s3.KindUnreachable:
+		res.status, res.reason, res.message = metav1.ConditionUnknown, bkv1.ReasonStoreUnreachable, fmt.Sprintf("ObjectStore %q is unreachable", scope.store.Name)
+	default:
+		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeFailed, fmt.Sprintf("the %s probe of bucket %q failed (%s)", mode, bucket, kind)
+	}
+	if r.Prober.Observe != nil {
+		r.Prober.Observe(scope.store.Name, mode, res.reason, res.latency)
+	}
+	return res
+}
+
+// errCanaryMismatch is returned when the canary reads back different from what was written.
+var errCanaryMismatch = fmt.Errorf("canary object read back with different content")
+
+func canaryProbe(ctx context.Context, c s3.Client, bucket, key string) error {
+	body := fmt.Appendf(nil, "bucketkeeper canary %d", time.Now().UnixNano())
+	if err := c.PutObject(ctx, bucket, key, body); err != nil {
+		return err
+	}
+	got, readErr := c.GetObject(ctx, bucket, key, 1024)
+	// Delete even when the read failed, so no canary is left behind.
+	delErr := c.DeleteObject(context.WithoutCancel(ctx), bucket, key)
+	switch {
+	case readErr != nil:
+		return readErr
+	case !bytes.Equal(got, body):
+		return errCanaryMismatch
+	}
+	return delErr
+}
+
+// recordProbe writes a probe's verdict into status, economically (after Kubernetes'
+// node heartbeats, KEP-589): status changes when the verdict or the failure count does,
+// and lastProbeTime is otherwise refreshed at most once per heartbeat.
+func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.StorageBucket, res probeResult, now time.Time, probed bool) {
+	p := r.Prober
+	prev := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable)
+	changed := prev == nil || prev.Status != res.status || prev.Reason != res.reason
+
+	failures := sb.Status.ConsecutiveProbeFailures
+	var available *bool
+	switch res.status {
+	case metav1.ConditionTrue:
+		failures, available = 0, ptrTo(true)
+	case metav1.ConditionFalse:
+		failures, available = failures+1, ptrTo(false)
+	}
+	if probed && (changed || failures != sb.Status.ConsecutiveProbeFailures || sb.Status.LastProbeTime == nil || now.Sub(sb.Status.LastProbeTime.Time) >= p.Heartbeat) {
+		t := metav1.NewTime(now)
+		sb.Status.LastProbeTime = &t
+		sb.Status.LastProbeLatency = &metav1.Duration{Duration: res.latency.Round(time.Millisecond)}
+	}
+	sb.Status.Available, sb.Status.ConsecutiveProbeFailures = available, failures
+	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, res.status, res.reason, res.message)
+	if p.Available != nil {
+		p.Available(client.ObjectKeyFromObject(sb), available, false)
+	}
+	if changed && (prev == nil || prev.Reason != bkv1.ReasonNotProbed || res.status != metav1.ConditionUnknown) {
+		eventType := corev1.EventTypeNormal
+		if res.status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, eventType, res.reason, "Probe", "%s", res.message) })
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
