@@ -186,9 +186,9 @@ type LifecycleRule struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || !self.timeout.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || !self.interval.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self.timeout) < duration(self.interval)",message="probe.timeout must be shorter than probe.interval"
 type ProbeSpec struct {
-	// Interval between two probes, from 10s to 24h.
+	// Interval between two probes, from 10s to 24h. Unset means the operator's
+	// --default-probe-interval (1m unless changed).
 	// +optional
-	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="probe.interval must be a duration such as 30s, 5m or 1h"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="probe.interval must be between 10s and 24h"

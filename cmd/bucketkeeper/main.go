@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,6 +27,8 @@ func main() {
 	flag.IntVar(&opts.Concurrency, "concurrency", 4, "StorageBuckets reconciled at once.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", 0, "How often each bucket's configuration is re-read to correct drift (default 10m).")
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often lastProbeTime alone is rewritten in status when the verdict does not change (default 5m).")
+	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", time.Minute, "Probe interval of StorageBuckets that set none.")
+	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets matching this label selector (sharding across deployments).")
 	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket bucketkeeper_bucket_available series.")
 	flag.StringVar(&opts.ReceiverBindAddress, "receiver-bind-address", "", "Serve the signed probe-request webhook (POST /v1/probe) here; empty disables it.")

@@ -45,6 +45,8 @@ type Prober struct {
 	Available func(key types.NamespacedName, available *bool, forget bool)
 	// Jitter draws from [0,1); nil means math/rand.
 	Jitter func() float64
+	// DefaultInterval applies to StorageBuckets that set no probe interval (1m if zero).
+	DefaultInterval time.Duration
 
 	mu     sync.Mutex
 	states map[types.UID]probeState
@@ -102,11 +104,15 @@ func (p *Prober) jitter() float64 {
 	return rand.Float64()
 }
 
-func probeInterval(sb *bkv1.StorageBucket) time.Duration {
-	if sb.Spec.Probe.Interval != nil && sb.Spec.Probe.Interval.Duration > 0 {
+func (p *Prober) interval(sb *bkv1.StorageBucket) time.Duration {
+	switch {
+	case sb.Spec.Probe.Interval != nil && sb.Spec.Probe.Interval.Duration > 0:
 		return sb.Spec.Probe.Interval.Duration
+	case p.DefaultInterval > 0:
+		return p.DefaultInterval
+	default:
+		return time.Minute
 	}
-	return time.Minute
 }
 
 func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
@@ -137,7 +143,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	}
 
 	key := client.ObjectKeyFromObject(sb)
-	interval, now := probeInterval(sb), p.Clock.Now()
+	interval, now := p.interval(sb), p.Clock.Now()
 	requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]
 	pending := requested != "" && requested != sb.Status.LastHandledProbeRequest
 	st, known := p.state(sb.UID)

@@ -56,6 +56,12 @@ type Options struct {
 	// (default 5m).
 	StatusHeartbeat time.Duration
 
+	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval.
+	DefaultProbeInterval time.Duration
+	// WatchNamespace limits the namespaces whose StorageBuckets and Secrets are
+	// watched (empty: all).
+	WatchNamespace string
+
 	// WatchLabelSelector limits the StorageBuckets this instance sees, for sharding
 	// buckets across several operator deployments (empty: all).
 	WatchLabelSelector string
@@ -131,6 +137,10 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 		byObject[&bkv1.StorageBucket{}] = cache.ByObject{Label: shard}
 	}
+	cacheOpts := cache.Options{ByObject: byObject}
+	if opts.WatchNamespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
@@ -144,7 +154,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
-		Cache:                         cache.Options{ByObject: byObject},
+		Cache:                         cacheOpts,
 		// Tests and the dev binary run several managers in one process; controller
 		// names then repeat by design.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -179,9 +189,10 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	prober := &controller.Prober{
-		Scheduler: scheduler,
-		Clock:     opts.Clock,
-		Heartbeat: opts.StatusHeartbeat,
+		Scheduler:       scheduler,
+		Clock:           opts.Clock,
+		Heartbeat:       opts.StatusHeartbeat,
+		DefaultInterval: opts.DefaultProbeInterval,
 		Observe: func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration) {
 			metrics.ObserveProbe(store, string(mode), reason, latency)
 		},
