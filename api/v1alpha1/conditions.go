@@ -53,6 +53,8 @@ const (
 	ReasonProbeTimeout             = "ProbeTimeout"
 	ReasonBucketNotFound           = "BucketNotFound"
 	ReasonNotProbed                = "NotProbed"
+	// ReasonForbidden: the API server refused the operator an action (missing RBAC).
+	ReasonForbidden = "Forbidden"
 )
 
 // Labels, annotations, tags and finalizers the operator owns.

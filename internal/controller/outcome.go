@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -49,6 +51,11 @@ func asStepError(err error, doing string) *stepError {
 	var store *StoreError
 	if errors.As(err, &store) {
 		return &stepError{Reason: store.Reason, Message: store.Message, Terminal: true, Err: err}
+	}
+	if apierrors.IsForbidden(err) {
+		// The operator's own RBAC is short of a verb: retried with backoff, so fixing
+		// the Role is enough, and the message names what was refused.
+		return &stepError{Reason: bkv1.ReasonForbidden, Message: fmt.Sprintf("%s: the operator lacks a permission: %v", doing, err), Err: err}
 	}
 	msg := fmt.Sprintf("%s: %v", doing, err)
 	out := &stepError{Message: msg, Err: err}
