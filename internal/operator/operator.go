@@ -75,6 +75,14 @@ type Options struct {
 	ReceiverBindAddress string
 	ReceiverSecret      []byte
 
+	// ProbeStrategy is "scheduler" (default) or "global-ticker": the seeds' design of
+	// one ticker enqueueing every bucket and writing lastProbeTime on every probe, kept
+	// only so the benchmark can measure both in the same binary.
+	ProbeStrategy string
+
+	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
+	PprofBindAddress string
+
 	// S3Factory builds store clients (default s3.New). Tests wrap it.
 	S3Factory s3.Factory
 	// S3Observer, if set, sees every S3 request besides the metrics.
@@ -155,6 +163,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
 		Cache:                         cacheOpts,
+		PprofBindAddress:              opts.PprofBindAddress,
 		// Tests and the dev binary run several managers in one process; controller
 		// names then repeat by design.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -185,9 +194,6 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
 		OnSend: func(_ types.NamespacedName, lag time.Duration) { metrics.ProbeScheduleLag.Observe(lag.Seconds()) },
 	})
-	if err := mgr.Add(scheduler); err != nil {
-		return nil, err
-	}
 	prober := &controller.Prober{
 		Scheduler:       scheduler,
 		Clock:           opts.Clock,
@@ -196,6 +202,34 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Observe: func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration) {
 			metrics.ObserveProbe(store, string(mode), reason, latency)
 		},
+	}
+	probeEvents := scheduler.Source()
+	var probeRunnable manager.Runnable = scheduler
+	switch opts.ProbeStrategy {
+	case "", "scheduler":
+	case "global-ticker":
+		interval := opts.DefaultProbeInterval
+		if interval <= 0 {
+			interval = time.Minute
+		}
+		ticker := probe.NewGlobalTicker(opts.Clock, interval, func(ctx context.Context) ([]client.Object, error) {
+			list := &bkv1.StorageBucketList{}
+			if err := mgr.GetClient().List(ctx, list); err != nil {
+				return nil, err
+			}
+			out := make([]client.Object, 0, len(list.Items))
+			for i := range list.Items {
+				out = append(out, &list.Items[i])
+			}
+			return out, nil
+		})
+		prober.Scheduler, prober.Naive = nil, true
+		probeEvents, probeRunnable = ticker.Source(), ticker
+	default:
+		return nil, fmt.Errorf("unknown probe strategy %q (want scheduler or global-ticker)", opts.ProbeStrategy)
+	}
+	if err := mgr.Add(probeRunnable); err != nil {
+		return nil, err
 	}
 	if !opts.DisableAvailabilityMetric {
 		prober.Available = func(key types.NamespacedName, available *bool, forget bool) {
@@ -222,7 +256,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
 		Prober:        prober,
-		ProbeEvents:   scheduler.Source(),
+		ProbeEvents:   probeEvents,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}
