@@ -86,7 +86,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 	if s.DeletionPolicy != bkv1.DeletionPolicyRetain || s.Adoption != bkv1.AdoptionNever || s.PublicAccess != bkv1.PublicAccessBlocked {
 		t.Errorf("policy defaults: deletionPolicy=%q adoption=%q publicAccess=%q", s.DeletionPolicy, s.Adoption, s.PublicAccess)
 	}
-	if s.Probe.Interval != nil || s.Probe.Timeout == nil || s.Probe.Timeout.Duration.String() != "10s" || s.Probe.Mode != bkv1.ProbeModeHead {
+	if s.Probe.Interval != nil || s.Probe.Timeout == nil || s.Probe.Timeout.Duration.String() != "5s" || s.Probe.Mode != bkv1.ProbeModeHead {
 		t.Errorf("probe defaults: %+v", s.Probe)
 	}
 	if s.Versioning != "" {

@@ -195,7 +195,7 @@ type ProbeSpec struct {
 	Interval *metav1.Duration `json:"interval,omitempty"`
 	// Timeout of one probe; shorter than the interval.
 	// +optional
-	// +kubebuilder:default="10s"
+	// +kubebuilder:default="5s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="probe.timeout must be a duration such as 5s or 1m"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1s')",message="probe.timeout must be at least 1s"
@@ -265,6 +265,7 @@ type StorageBucketStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=sb,categories=bucketkeeper
+// +kubebuilder:selectablefield:JSONPath=`.spec.objectStoreRef.name`
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.status.bucketName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`

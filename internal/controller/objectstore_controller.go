@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,9 +30,11 @@ import (
 // per bucket.
 type ObjectStoreReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Stores   *StoreRegistry
-	Clock    clock.PassiveClock
+	// APIReader lists across shards (see reconcileDelete).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Stores    *StoreRegistry
+	Clock     clock.PassiveClock
 	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
 	Heartbeat     time.Duration
 	OnStatusWrite func(kind string)
@@ -161,8 +164,10 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion
 // policies need the store to be carried out.
 func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
+	// Asked of the API server, not the cache: with sharding (--watch-label-selector)
+	// the cache holds only this instance's buckets, and every shard's must be gone.
 	users := &bkv1.StorageBucketList{}
-	if err := r.List(ctx, users, client.MatchingFields{IndexStorageBucketStore: store.Name}); err != nil {
+	if err := r.APIReader.List(ctx, users, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(IndexStorageBucketStore, store.Name)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if n := len(users.Items); n > 0 {

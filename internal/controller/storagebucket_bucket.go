@@ -153,6 +153,7 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 	if err := r.tagOwner(ctx, scope, nil); err != nil {
 		return err
 	}
+	scope.created = true
 	if recreating {
 		r.provisioned(scope, bkv1.ReasonBucketRecreated, "bucket %q had disappeared and was created again")
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonBucketRecreated, "Create", "bucket %s had disappeared from the store and was created again (empty)", scope.bucket)

@@ -57,7 +57,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 			changed = append(changed, s.name)
 		}
 	}
-	if len(changed) > 0 {
+	if len(changed) > 0 && !scope.created {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonConfigApplied, "Configure", "applied %s to bucket %s", strings.Join(changed, ", "), scope.bucket)
 	}
 	if len(unsupported) > 0 {

@@ -61,6 +61,9 @@ type bucketScope struct {
 	s3     s3.Client
 	bucket string
 	region string
+	// created: the bucket was created in this pass, whose creation event already
+	// tells the story; the configuration applied to it is not announced separately.
+	created bool
 }
 
 // Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
@@ -110,13 +113,13 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 	}
 
 	steps := []struct {
-		condition string
-		run       func(context.Context, *bucketScope) error
+		condition, doing string
+		run              func(context.Context, *bucketScope) error
 	}{
-		{bkv1.ConditionProvisioned, r.reconcileStore},
-		{bkv1.ConditionProvisioned, r.reconcileBucket},
-		{bkv1.ConditionConfigured, r.reconcileConfiguration},
-		{bkv1.ConditionReady, r.reconcileConnectionSecret},
+		{bkv1.ConditionProvisioned, "checking the ObjectStore", r.reconcileStore},
+		{bkv1.ConditionProvisioned, "provisioning the bucket", r.reconcileBucket},
+		{bkv1.ConditionConfigured, "configuring the bucket", r.reconcileConfiguration},
+		{bkv1.ConditionReady, "writing the connection Secret", r.reconcileConnectionSecret},
 	}
 	var failure *stepError
 	failedCondition := ""
@@ -125,7 +128,7 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 		if err == nil {
 			continue
 		}
-		failure, failedCondition = asStepError(err, "reconciling"), step.condition
+		failure, failedCondition = asStepError(err, step.doing), step.condition
 		if failure.Reason != bkv1.ReasonNotSupportedByStore {
 			break // later steps need what this one failed to establish
 		}

@@ -239,6 +239,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 
 	if err := (&controller.ObjectStoreReconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder("bucketkeeper-objectstore"),
 		Stores:        stores,
 		Clock:         opts.Clock,

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+)
+
+const (
+	systemNamespace = "bucketkeeper-system"
+	credentialsName = "local-store-credentials"
+	storeName       = "local"
+	fieldOwner      = "bucketkeeper-dev"
+)
+
+// writeKubeconfig writes a kubeconfig for cfg, the envtest admin user: a client
+// certificate (CN admin, group system:masters) signed by the CA the apiserver was
+// started with, which the apiserver accepts through --client-ca-file. envtest mints
+// that CA afresh on every start, so the file is rewritten on every start and is
+// useless once this process has exited.
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	const name = "bucketkeeper-dev"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
+	}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
+	kc.CurrentContext = name
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*kc, path) // 0600: the file holds a private key
+}
+
+// bootstrap creates what the embedded store needs in the cluster: the namespace,
+// the credentials Secret and the ObjectStore "local" (the sample ObjectStore's
+// settings, pointed at the embedded server, checked every 10s). Both are updated in
+// place on a warm start, so the same buckets stay bound to the same store.
+func bootstrap(ctx context.Context, c client.Client, s *embeddedStore) error {
+	if err := ensureNamespace(ctx, c, systemNamespace); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: credentialsName}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
+		if secret.Labels == nil {
+			secret.Labels = map[string]string{}
+		}
+		// The manager caches only Secrets with this label.
+		secret.Labels[controller.LabelSecretRole] = controller.SecretRoleCredentials
+		secret.Data = map[string][]byte{
+			controller.KeyAccessKeyID:     []byte(s.AccessKeyID),
+			controller.KeySecretAccessKey: []byte(s.SecretAccessKey),
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("credentials Secret: %w", err)
+	}
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: storeName}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, store, func() error {
+		store.Spec = bkv1.ObjectStoreSpec{
+			Endpoint:             s.Endpoint,
+			Region:               s.Region,
+			ForcePathStyle:       true,
+			CredentialsSecretRef: &bkv1.SecretReference{Namespace: systemNamespace, Name: credentialsName},
+			AllowedNamespaces:    &metav1.LabelSelector{},
+			BucketNamePrefix:     "dev",
+			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 10 * time.Second}},
+			RequestsPerSecond:    50,
+			Burst:                100,
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("ObjectStore %s: %w", storeName, err)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// sampleSet is the StorageBuckets read from the samples.
+type sampleSet struct {
+	buckets []*unstructured.Unstructured
+	notes   []string // what was skipped and why
+}
+
+// keys returns the samples' namespace/name keys.
+func (s *sampleSet) keys() []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(s.buckets))
+	for _, u := range s.buckets {
+		out = append(out, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return out
+}
+
+// readSamples reads every StorageBucket from path: a YAML file, or every *.yaml and
+// *.yml file directly in a directory. The sample ObjectStore is skipped, since the
+// one pointing at the embedded server replaces it; other kinds are skipped because
+// the dev cluster runs no controller for them.
+func readSamples(path string) (*sampleSet, error) {
+	files := []string{path}
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if fi.IsDir() {
+		files = nil
+		for _, pat := range []string{"*.yaml", "*.yml"} {
+			m, _ := filepath.Glob(filepath.Join(path, pat))
+			files = append(files, m...)
+		}
+		sort.Strings(files)
+	}
+	set := &sampleSet{}
+	for _, f := range files {
+		if err := set.readFile(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	if len(set.buckets) == 0 {
+		return nil, fmt.Errorf("no StorageBucket in %s", path)
+	}
+	return set, nil
+}
+
+func (s *sampleSet) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue // an empty document between two ---
+		}
+		gv := u.GroupVersionKind()
+		switch {
+		case gv.Group == bkv1.GroupVersion.Group && gv.Kind == "StorageBucket":
+			if u.GetNamespace() == "" {
+				u.SetNamespace("default")
+			}
+			s.buckets = append(s.buckets, u)
+		case gv.Group == bkv1.GroupVersion.Group && gv.Kind == "ObjectStore":
+			s.notes = append(s.notes, fmt.Sprintf("skipped ObjectStore %s in %s: the embedded store's ObjectStore %q replaces it", u.GetName(), filepath.Base(path), storeName))
+		default:
+			s.notes = append(s.notes, fmt.Sprintf("skipped %s %s in %s: only StorageBuckets are applied", gv.Kind, u.GetName(), filepath.Base(path)))
+		}
+	}
+}
+
+// apply server-side-applies every sample with the probe-request annotation set to
+// token, creating the namespaces they need first. The annotation is the operator's
+// documented "probe now": on a warm start it makes the operator probe each sample
+// at once, and status.lastHandledProbeRequest == token then proves that Ready and
+// Available were decided by this run and are not left over from the last one.
+func (s *sampleSet) apply(ctx context.Context, c client.Client, token string) error {
+	seen := map[string]bool{}
+	for _, u := range s.buckets {
+		if ns := u.GetNamespace(); !seen[ns] {
+			seen[ns] = true
+			if err := ensureNamespace(ctx, c, ns); err != nil {
+				return err
+			}
+		}
+		obj := u.DeepCopy()
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[bkv1.AnnotationProbeRequestedAt] = token
+		obj.SetAnnotations(ann)
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying StorageBucket %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// describeNotReady lists, for every sample that is not ready, its conditions and
+// whether this run's probe request was handled: what --exit-when-ready prints when
+// it gives up.
+func describeNotReady(ctx context.Context, c client.Client, keys []types.NamespacedName, token string) string {
+	var b strings.Builder
+	for _, key := range keys {
+		sb := &bkv1.StorageBucket{}
+		if err := c.Get(ctx, key, sb); err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", key, err)
+			continue
+		}
+		if sampleReady(sb, token) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s (bucket %q):\n", key, sb.Status.BucketName)
+		for _, cond := range sb.Status.Conditions {
+			fmt.Fprintf(&b, "    %-12s %-7s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		if sb.Status.LastHandledProbeRequest != token {
+			fmt.Fprintf(&b, "    this run's probe request (%s) has not been handled yet\n", token)
+		}
+	}
+	return b.String()
+}
