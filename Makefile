@@ -7,7 +7,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
 RACE_PKGS := ./internal/... ./cmd/...
 # Generated files that `make verify` checks are up to date.
-GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go
+GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds
 TEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: all
@@ -19,6 +19,7 @@ all: build
 manifests: ## Generate CRDs and RBAC from the +kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=bucketkeeper-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	cp config/crd/bases/*.yaml charts/bucketkeeper/crds/
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -30,10 +31,15 @@ generate: ## Generate DeepCopy methods.
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
+# Nested modules: their dependencies (Versity, Helm, kustomize, plotting) stay out of
+# the operator's module.
+NESTED := cmd/bucketkeeper-dev test/manifests bench
+
 .PHONY: vet
-vet: ## go vet the module and the peers' shared helper.
+vet: ## go vet every module of ours.
 	$(GO) vet ./...
 	cd hack/peers/lifeline && $(GO) vet ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 .PHONY: verify
 verify: vet ## Fail when generated files are stale or code is not gofmt'ed.
@@ -62,11 +68,23 @@ test: verify ## Run every test against the real peers (built on first use).
 	@bin=$$(hack/peers/build.sh | tail -n1); export BUCKETKEEPER_PEERS_BIN=$$bin; \
 	echo ">> peers in $$bin"; \
 	$(GO) test $(TEST_FLAGS) -race -v $(RACE_PKGS); \
-	$(GO) test $(TEST_FLAGS) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)
+	$(GO) test $(TEST_FLAGS) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/); \
+	(cd test/manifests && $(GO) test $(TEST_FLAGS) -v ./...); \
+	(cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) -v ./...)
+	$(MAKE) --no-print-directory fuzz
+
+.PHONY: fuzz
+fuzz: ## Short fuzzing runs of the bucket-name derivation and the webhook handler.
+	$(GO) test -run '^$$' -fuzz FuzzBucketName -fuzztime 15s ./internal/naming/
+	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 15s ./internal/receiver/
 
 .PHONY: dev
-dev: ## Run bucketkeeper on this machine with no cluster and no cloud (coming soon).
-	@echo "make dev is not built yet: it arrives with the dev-mode work (see README)."; exit 1
+dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.
+	cd cmd/bucketkeeper-dev && $(GO) run . $(DEV_FLAGS)
+
+.PHONY: bench
+bench: ## Measure convergence, probing, change latency, memory and outage cost (BENCH_N, BENCH_SCENARIOS).
+	cd bench && $(GO) run .
 
 .PHONY: help
 help: ## Show this help.

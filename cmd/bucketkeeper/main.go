@@ -21,6 +21,7 @@ func main() {
 	var kubeQPS float64
 	var kubeBurst int
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	flag.BoolVar(&opts.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics (the manifests turn this on).")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to; \"0\" disables them.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles and probes at a time.")
 	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", "bucketkeeper.io", "Name of the leader-election Lease; give each shard (--watch-label-selector) its own.")

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -37,6 +38,10 @@ import (
 type Options struct {
 	// MetricsBindAddress serves Prometheus metrics; "0" turns the endpoint off.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS and lets through only callers whose
+	// bearer token the API server authenticates (TokenReview) and authorizes for
+	// GET /metrics (SubjectAccessReview).
+	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns them off.
 	HealthProbeBindAddress string
 
@@ -145,13 +150,15 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 		byObject[&bkv1.StorageBucket{}] = cache.ByObject{Label: shard}
 	}
-	cacheOpts := cache.Options{ByObject: byObject}
+	// managedFields are often larger than the rest of an object and the operator
+	// never reads them: dropping them from the cache roughly halves its memory.
+	cacheOpts := cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 	if opts.WatchNamespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
@@ -286,6 +293,17 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves metrics on opts.MetricsBindAddress; with MetricsSecure over
+// HTTPS (a self-signed certificate) behind controller-runtime's authn/authz filter.
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 func nonZero(d time.Duration) *time.Duration {

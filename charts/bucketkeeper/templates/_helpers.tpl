@@ -1,0 +1,56 @@
+{{- define "bucketkeeper.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "bucketkeeper.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "bucketkeeper.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "bucketkeeper.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "bucketkeeper.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "bucketkeeper.labels" -}}
+helm.sh/chart: {{ include "bucketkeeper.chart" . }}
+{{ include "bucketkeeper.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: bucketkeeper
+{{- end }}
+
+{{- define "bucketkeeper.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "bucketkeeper.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The port of a bind address such as ":8443" or "0.0.0.0:8443". */}}
+{{- define "bucketkeeper.port" -}}
+{{- splitList ":" . | last | int }}
+{{- end }}
+
+{{/* Whether a bind address serves at all ("" and "0" turn a server off). */}}
+{{- define "bucketkeeper.serves" -}}
+{{- if and . (ne . "0") }}true{{ end }}
+{{- end }}
+
+{{- define "bucketkeeper.receiverSecretDir" -}}
+/etc/bucketkeeper/receiver
+{{- end }}
