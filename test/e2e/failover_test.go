@@ -1,0 +1,236 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// acquired is client-go's leader-election log line ("Successfully acquired lease" in
+// current versions, lower case in older ones).
+var acquired = regexp.MustCompile(`(?i)successfully acquired lease`)
+
+// TestFailoverWithBinary runs two replicas of the real binary, kills the leader with
+// SIGKILL (no lease release, as when a node dies) and checks that the other takes over
+// within the lease duration and carries on: probes on request, no bucket created twice,
+// new claims served.
+func TestFailoverWithBinary(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	must(t, err)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bucketkeeper")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/bucketkeeper")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
+	}
+	kubeconfig := writeKubeconfig(t, filepath.Join(dir, "kubeconfig"))
+	a := startBinary(t, bin, kubeconfig, filepath.Join(dir, "a.log"))
+	b := startBinary(t, bin, kubeconfig, filepath.Join(dir, "b.log"))
+	f := newFixture(t, "")
+
+	const n = 20
+	var sbs []*bkv1.StorageBucket
+	for i := range n {
+		sbs = append(sbs, f.bucket(fmt.Sprintf("fo-%02d", i), nil))
+	}
+	for _, sb := range sbs {
+		f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
+		f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded, 2*time.Minute)
+	}
+
+	var leader, survivor *binary
+	f.eventually(30*time.Second, "exactly one replica to hold the lease", func() error {
+		la, lb := a.logHas(acquired), b.logHas(acquired)
+		switch {
+		case la && !lb:
+			leader, survivor = a, b
+		case lb && !la:
+			leader, survivor = b, a
+		default:
+			return fmt.Errorf("lease acquired: a=%v b=%v", la, lb)
+		}
+		return nil
+	})
+	t.Logf("leader is PID %d (%s), killing it with SIGKILL", leader.pid(), filepath.Base(leader.log))
+	killed := time.Now()
+	leader.kill()
+	f.eventually(60*time.Second, "the surviving replica to acquire the lease", func() error {
+		if !survivor.logHas(acquired) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	takeover := time.Since(killed)
+	t.Logf("takeover after %.1fs", takeover.Seconds())
+
+	// Everything below must happen within ~30s of the takeover.
+	resumed := time.Now()
+	// Probes continue. lastProbeTime does not move on a healthy bucket (status economy),
+	// so ask for probes and wait until the new leader has handled them.
+	requested := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, sb := range sbs[:3] {
+		patch := client.MergeFrom(sb.DeepCopy())
+		sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: requested}
+		must(t, k8s.Patch(f.ctx, sb, patch))
+	}
+	for _, sb := range sbs[:3] {
+		got := &bkv1.StorageBucket{}
+		f.eventually(30*time.Second, "the new leader to handle the probe request on "+sb.Name, func() error {
+			must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got))
+			if got.Status.LastHandledProbeRequest != requested {
+				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, describe(got.Status.Conditions))
+			}
+			return nil
+		})
+	}
+
+	// Every claim still has exactly one bucket on the server: neither replica created
+	// a second one around the handover.
+	claims, err := f.claimedBuckets()
+	must(t, err)
+	if len(claims) != n {
+		t.Errorf("%d claims of %s have buckets on SeaweedFS, want %d: %v", len(claims), f.ns, n, claims)
+	}
+	for _, sb := range sbs {
+		if buckets := claims[f.ns+"/"+sb.Name]; len(buckets) != 1 {
+			t.Errorf("claim %s/%s has buckets %v on SeaweedFS, want exactly one", f.ns, sb.Name, buckets)
+		}
+	}
+
+	// A claim made after the failover is served by the new leader.
+	late := f.bucket("fo-after-failover", nil)
+	f.waitCondition(late, bkv1.ConditionReady, metav1.ConditionTrue, "", 30*time.Second)
+	if took := time.Since(resumed); took > 45*time.Second {
+		t.Errorf("the new leader needed %s after the takeover for probes and a new claim, want ~30s", took.Round(time.Second))
+	}
+	if !survivor.alive() {
+		t.Fatalf("the surviving replica exited; log tail:\n%s", tail(survivor.logText(), 4000))
+	}
+	// The fixture's cleanup deletes the 21 claims while the survivor still runs: its
+	// t.Cleanup was registered after startBinary's, so it runs first.
+}
+
+// writeKubeconfig writes the envtest admin's client certificate as a kubeconfig file,
+// which is all the binary reads (controller-runtime's --kubeconfig).
+func writeKubeconfig(t *testing.T, path string) string {
+	t.Helper()
+	server := cfg.Host
+	if !strings.HasPrefix(server, "https://") && !strings.HasPrefix(server, "http://") {
+		server = "https://" + server
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	must(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// binary is one replica of the operator running as its own process.
+type binary struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed once the process has been reaped
+}
+
+// startBinary starts a replica with its output in logPath. It is killed with the test
+// process (Pdeathsig) and stopped by PID when the test ends, failed or not.
+func startBinary(t *testing.T, bin, kubeconfig, logPath string) *binary {
+	t.Helper()
+	logf, err := os.Create(logPath)
+	must(t, err)
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig,
+		"--leader-elect", "--leader-election-namespace", "default",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--zap-log-level", "info")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Pdeathsig fires when the thread that forked exits, so fork from a thread the Go
+	// runtime keeps for the life of the process.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		logf.Close()
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	p := &binary{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.pid(), tail(p.logText(), 6000))
+		}
+	})
+	return p
+}
+
+func (p *binary) pid() int { return p.cmd.Process.Pid }
+
+func (p *binary) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL to the process and waits until it is gone.
+func (p *binary) kill() {
+	_ = syscall.Kill(p.pid(), syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks the process to shut down (SIGTERM releases the lease), then kills it.
+func (p *binary) stop(t *testing.T) {
+	if !p.alive() {
+		return
+	}
+	_ = syscall.Kill(p.pid(), syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(15 * time.Second):
+	}
+	t.Logf("PID %d ignored SIGTERM for 15s; killing it", p.pid())
+	_ = syscall.Kill(p.pid(), syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		t.Errorf("PID %d still running after SIGKILL", p.pid())
+	}
+}
+
+func (p *binary) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+func (p *binary) logHas(re *regexp.Regexp) bool { return re.MatchString(p.logText()) }

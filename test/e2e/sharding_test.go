@@ -1,0 +1,79 @@
+package e2e_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+)
+
+// TestShardingByLabel runs two operators with disjoint --watch-label-selector, as two
+// deployments splitting one cluster's buckets: every claim is served, and by exactly
+// one of them (each sends CreateBucket for its own shard only). Both also run the
+// ObjectStore controller for the shared store, which is expected.
+func TestShardingByLabel(t *testing.T) {
+	counts := &createCounter{byShard: map[string]map[string]int{}}
+	for _, shard := range []string{"a", "b"} {
+		startManager(t, cfg, operator.Options{
+			WatchLabelSelector: "shard=" + shard,
+			S3Observer: func(store, op string, _ int, _ error) {
+				if op == "CreateBucket" {
+					counts.add(shard, store)
+				}
+			},
+		})
+	}
+	f := newFixture(t, "")
+
+	const perShard = 3
+	var sbs []*bkv1.StorageBucket
+	for _, shard := range []string{"a", "b"} {
+		for i := range perShard {
+			sbs = append(sbs, f.bucket(fmt.Sprintf("shard-%s-%d", shard, i), map[string]string{"shard": shard}))
+		}
+	}
+	for _, sb := range sbs {
+		f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
+	}
+	// A second operator answering the same claim would send its CreateBucket around
+	// the same time; give it a moment to show up before counting.
+	time.Sleep(2 * time.Second)
+	for _, shard := range []string{"a", "b"} {
+		if got := counts.get(shard, f.store); got != perShard {
+			t.Errorf("the shard=%s operator sent %d CreateBucket requests to %s, want %d", shard, got, f.store, perShard)
+		}
+	}
+	claims, err := f.claimedBuckets()
+	must(t, err)
+	for _, sb := range sbs {
+		if buckets := claims[f.ns+"/"+sb.Name]; len(buckets) != 1 {
+			t.Errorf("claim %s/%s has buckets %v on SeaweedFS, want exactly one", f.ns, sb.Name, buckets)
+		}
+	}
+}
+
+// createCounter counts CreateBucket requests per shard and store.
+type createCounter struct {
+	mu      sync.Mutex
+	byShard map[string]map[string]int
+}
+
+func (c *createCounter) add(shard, store string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byShard[shard] == nil {
+		c.byShard[shard] = map[string]int{}
+	}
+	c.byShard[shard][store]++
+}
+
+func (c *createCounter) get(shard, store string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byShard[shard][store]
+}
