@@ -1,0 +1,246 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// requestCounter counts API requests by the apiserver's own verb and resource names,
+// so that the harness's requests can be subtracted from the apiserver's totals.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]float64
+}
+
+func newRequestCounter() *requestCounter { return &requestCounter{counts: map[string]float64{}} }
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		c.counts[verbResource(req)]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *requestCounter) snapshot() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]float64, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// verbResource names a request as apiserver_request_total does: "PATCH storagebuckets/status".
+func verbResource(req *http.Request) string {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	// /api/v1/... or /apis/group/version/...
+	switch {
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	default:
+		return req.Method + " discovery"
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
+		parts = parts[2:]
+	}
+	resource, item, sub := "", false, ""
+	if len(parts) > 0 {
+		resource = parts[0]
+	}
+	if len(parts) > 1 {
+		item = true
+	}
+	if len(parts) > 2 {
+		sub = "/" + parts[2]
+	}
+	verb := req.Method
+	switch {
+	case req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true":
+		verb = "WATCH"
+	case req.Method == http.MethodGet && !item:
+		verb = "LIST"
+	}
+	return verb + " " + resource + sub
+}
+
+// apiserverRequests scrapes apiserver_request_total, keyed like verbResource.
+func (e *env) apiserverRequests() (map[string]float64, error) {
+	raw, err := e.rawGet("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	fams, err := parseMetrics(strings.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	fam := fams["apiserver_request_total"]
+	if fam == nil {
+		return nil, fmt.Errorf("apiserver_request_total missing")
+	}
+	for _, m := range fam.Metric {
+		l := map[string]string{}
+		for _, p := range m.Label {
+			l[p.GetName()] = p.GetValue()
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+func (e *env) rawGet(path string) (string, error) {
+	hc, err := rest.HTTPClientFor(e.cfg)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Get(strings.TrimSuffix(e.cfg.Host, "/") + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return b.String(), nil
+}
+
+// operatorRequests is the apiserver's count minus the harness's own, over a window.
+type apiWindow struct{ server, harness map[string]float64 }
+
+func (e *env) apiStart() apiWindow {
+	s, _ := e.apiserverRequests()
+	return apiWindow{server: s, harness: e.harness.snapshot()}
+}
+
+func (e *env) apiSince(w apiWindow) (map[string]float64, float64) {
+	s, _ := e.apiserverRequests()
+	out := diff(s, w.server)
+	for k, v := range diff(e.harness.snapshot(), w.harness) {
+		out[k] -= v
+		if out[k] <= 0 {
+			delete(out, k)
+		}
+	}
+	// Requests of the control plane itself (leases, its own controllers) are not ours.
+	total := 0.0
+	for k, v := range out {
+		if strings.Contains(k, "storagebuckets") || strings.Contains(k, "objectstores") || strings.Contains(k, "secrets") || strings.Contains(k, "events") || strings.Contains(k, "namespaces") {
+			total += v
+		} else {
+			delete(out, k)
+		}
+	}
+	return out, total
+}
+
+// newNamespace creates a namespace for one scenario's StorageBuckets.
+func (e *env) newNamespace(name string) error {
+	return e.k8s.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// createBuckets creates n StorageBuckets at once (concurrently), labelled for one
+// manager's --watch-label-selector.
+func (e *env) createBuckets(ns, label string, n int, interval time.Duration) error {
+	return e.createRange(ns, label, 0, n, interval)
+}
+
+// createRange creates StorageBuckets b-<from> .. b-<to-1>.
+func (e *env) createRange(ns, label string, from, to int, interval time.Duration) error {
+	work := make(chan int)
+	errs := make(chan error, concurrency)
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b-%05d", i), Labels: map[string]string{"bench": label}},
+					Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: storeName},
+						Tags:  map[string]string{"bench": label},
+						Probe: bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: interval}}}}
+				if err := e.k8s.Create(e.ctx, sb); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// countTrue lists the namespace and counts buckets whose condition typ is True.
+func (e *env) countTrue(ns, typ string) (int, *bkv1.StorageBucketList, error) {
+	list := &bkv1.StorageBucketList{}
+	if err := e.k8s.List(e.ctx, list, client.InNamespace(ns)); err != nil {
+		return 0, nil, err
+	}
+	n := 0
+	for _, sb := range list.Items {
+		if apimeta.IsStatusConditionTrue(sb.Status.Conditions, typ) && sb.Status.ObservedGeneration == sb.Generation {
+			n++
+		}
+	}
+	return n, list, nil
+}
+
+func (e *env) waitAll(ns, typ string, n int, timeout time.Duration) error {
+	return waitFor(e.ctx, timeout, fmt.Sprintf("%d StorageBuckets %s", n, typ), func() (bool, error) {
+		got, _, err := e.countTrue(ns, typ)
+		return got >= n, err
+	})
+}
+
+// deleteNamespaceBuckets removes a scenario's StorageBuckets (Retain: buckets stay)
+// while its manager still runs, so finalizers are released.
+func (e *env) deleteBuckets(ns string) error {
+	if err := e.k8s.DeleteAllOf(e.ctx, &bkv1.StorageBucket{}, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	return waitFor(e.ctx, 10*time.Minute, "StorageBuckets of "+ns+" to go", func() (bool, error) {
+		list := &bkv1.StorageBucketList{}
+		err := e.k8s.List(e.ctx, list, client.InNamespace(ns))
+		return err == nil && len(list.Items) == 0, err
+	})
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// manager is one bucketkeeper process, the real binary, so that its CPU time and
+// memory are its own and not the harness's.
+type manager struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	pprofAddr   string
+	log         string
+}
+
+// collect asks the manager's runtime for a garbage collection (through pprof), so that
+// a memory reading reflects what is live rather than when the last GC happened to run.
+func (m *manager) collect() {
+	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/heap?gc=1")
+	if err == nil {
+		resp.Body.Close()
+	}
+	time.Sleep(2 * time.Second)
+}
+
+func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--kubeconfig", kubeconfig,
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--concurrency", strconv.Itoa(concurrency),
+		"--kube-api-qps", strconv.Itoa(kubeQPS), "--kube-api-burst", strconv.Itoa(2 * kubeQPS),
+		"--zap-log-level", "error", "--pprof-bind-address", pprofAddr,
+	}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, and killed with us whatever happens to the harness.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	logFile.Close()
+	m := &manager{cmd: cmd, metricsAddr: addr, pprofAddr: pprofAddr, log: logPath}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := m.scrape(); err == nil {
+			return m, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	m.stop()
+	return nil, fmt.Errorf("manager %s did not serve metrics; log %s", name, logPath)
+}
+
+// stop ends the manager by PID: SIGTERM, then SIGKILL after 10s.
+func (m *manager) stop() {
+	if m == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// cpuSeconds is the process's user+system CPU time so far.
+func (m *manager) cpuSeconds() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data)[strings.LastIndexByte(string(data), ')')+2:])
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// rss returns the current and peak resident set size in bytes.
+func (m *manager) rss() (cur, peak float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmRSS:":
+			cur = kb * 1024
+		case "VmHWM:":
+			peak = kb * 1024
+		}
+	}
+	return cur, peak
+}
+
+// metricFamilies is one scrape, by metric name.
+type metricFamilies map[string]*dto.MetricFamily
+
+func (m *manager) scrape() (metricFamilies, error) {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return parseMetrics(resp.Body)
+}
+
+func parseMetrics(r interface{ Read([]byte) (int, error) }) (metricFamilies, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	return metricFamilies(fams), err
+}
+
+// sum adds the values of a counter or gauge whose labels match all of want.
+func (f metricFamilies) sum(name string, want map[string]string) float64 {
+	fam := f[name]
+	if fam == nil {
+		return 0
+	}
+	total := 0.0
+outer:
+	for _, m := range fam.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if labels[k] != v {
+				continue outer
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.Counter.GetValue()
+		case m.Gauge != nil:
+			total += m.Gauge.GetValue()
+		case m.Untyped != nil:
+			total += m.Untyped.GetValue()
+		}
+	}
+	return total
+}
+
+// byLabel sums a counter by the values of one label.
+func (f metricFamilies) byLabel(name, label string, want map[string]string) map[string]float64 {
+	out := map[string]float64{}
+	fam := f[name]
+	if fam == nil {
+		return out
+	}
+outer:
+	for _, m := range fam.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if labels[k] != v {
+				continue outer
+			}
+		}
+		out[labels[label]] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+func diff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err == nil && ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
