@@ -11,7 +11,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,8 +19,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // options are the command line.
@@ -57,9 +54,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bucketkeeper-dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dataDir, "data-dir", "", "Keep etcd's data, the buckets' contents and the store's credentials and port `DIR` between runs, so a restart finds the same buckets. Default: a fresh temporary directory removed on exit.")
+	fs.StringVar(&o.dataDir, "data-dir", "", "Keep etcd's data, the buckets' contents and the store's credentials and port in `DIR` between runs, so a restart finds the same buckets. Default: a fresh temporary directory removed on exit.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", filepath.Join(".bucketkeeper-dev", "kubeconfig"), "Write the kubeconfig for the dev cluster to `FILE` (rewritten on every start, removed on exit).")
-	fs.StringVar(&o.samples, "samples", filepath.Join("config", "samples"), "Apply the StorageBuckets in `PATH`, a YAML file or a directory of them (ObjectStores there are skipped: the embedded store's replaces them).")
+	fs.StringVar(&o.samples, "samples", filepath.Join("config", "samples", "dev"), "Apply the StorageBuckets in `PATH`, a YAML file or a directory of them (ObjectStores there are skipped: the embedded store's replaces them).")
 	fs.IntVar(&o.s3Port, "s3-port", 0, "Serve S3 on 127.0.0.1:`PORT`. Default: the port of the last run with this --data-dir if free, else any free port.")
 	fs.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "Exit 0 once every sample is Ready=True and Available=True as decided by this run (a fresh probe), or 1 after --timeout, printing the conditions that are not.")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "With --exit-when-ready: how long to wait, from the moment the control plane is up (a first-run build of the peers does not count).")

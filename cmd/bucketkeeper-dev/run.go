@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log"
 	"os"
@@ -88,7 +87,8 @@ func run(o *options) int {
 			progress("stopping…")
 			return 0
 		}
-		return fail(format, args...)
+		progress(format, args...)
+		return 1
 	}
 
 	progress("starting etcd and kube-apiserver…")
@@ -188,6 +188,11 @@ func run(o *options) int {
 		return 0
 	case <-deadline:
 		progress("not ready after %s:\n%s", o.timeout, strings.TrimRight(describeNotReady(context.Background(), c, samples.keys(), token), "\n"))
+		if o.dataDir != "" {
+			progress("operator log: %s", filepath.Join(o.dataDir, "bucketkeeper-dev.log"))
+		} else if !o.verbose {
+			progress("the operator log goes with the temporary directory; rerun with -v or --data-dir to keep it")
+		}
 		return 1
 	case err := <-mgrDone:
 		return fail("operator stopped: %v", err)

@@ -96,7 +96,7 @@ func runStore(st storeState, objects, metaDir, versions string) (*embeddedStore,
 	if err != nil {
 		return nil, err
 	}
-	be, err := posix.New(objects, sidecar, posix.PosixOpts{SideCarDir: metaDir, VersioningDir: versions})
+	be, err := posix.New(objects, sidecarFix{sidecar}, posix.PosixOpts{SideCarDir: metaDir, VersioningDir: versions})
 	if err != nil {
 		return nil, fmt.Errorf("versity posix backend: %w", err)
 	}
@@ -122,6 +122,30 @@ func runStore(st storeState, objects, metaDir, versions string) (*embeddedStore,
 		return nil, err
 	}
 	return s, nil
+}
+
+// sidecarFix works around a Versity v1.8.0 bug with sidecar metadata in a
+// versioned bucket: after DELETE leaves a delete marker on a key, a new PUT of that
+// key succeeds but GET answers NoSuchKey, because the posix backend relies on a new
+// file carrying none of the old file's attributes. That holds for xattrs, not for
+// the sidecar, whose per-key directory outlives the file and keeps the
+// "delete-marker" attribute. The operator's ReadWrite probe does exactly this
+// (write, read, delete the same canary key), so without the fix every probe after
+// the first fails. AWS, and Versity with xattrs, show the new object.
+//
+// The posix backend writes the "etag" attribute with a file handle, on a non-empty
+// key, only when it publishes a new object (PutObject, CompleteMultipartUpload) or
+// part; that is when a stale marker at the key's live path is cleared. Version
+// snapshots pass an empty key and keep their markers.
+type sidecarFix struct{ meta.SideCar }
+
+func (s sidecarFix) StoreAttribute(f *os.File, bucket, object, attribute string, value []byte) error {
+	if f != nil && object != "" && attribute == "etag" {
+		if err := s.SideCar.DeleteAttribute(bucket, object, "delete-marker"); err != nil && !errors.Is(err, meta.ErrNoSuchKey) {
+			return err
+		}
+	}
+	return s.SideCar.StoreAttribute(f, bucket, object, attribute, value)
 }
 
 // waitServing polls the health path until the listener answers, the gateway

@@ -37,13 +37,39 @@ type ControlPlane struct {
 	stopped      bool
 }
 
+// ControlPlaneOptions adjust StartControlPlaneWith. The zero value is what
+// StartControlPlane does: everything in a fresh temp dir that Stop removes.
+type ControlPlaneOptions struct {
+	// EtcdDataDir, when set, holds etcd's data instead of the temp dir, and Stop
+	// leaves it in place: a control plane started later on the same directory finds
+	// the same objects (the dev binary's --data-dir). Only etcd's data moves there.
+	// The apiserver's certificates and both logs stay in the temp dir, because
+	// envtest mints a new CA, serving certificate and admin user on every start and,
+	// finding an old apiserver.crt, would neither replace it nor learn its CA.
+	EtcdDataDir string
+	// BeforeBuild, if set, is called with the peers hack/peers/build.sh is about to
+	// build because they are not cached yet, before the build starts: a cold build
+	// takes minutes, and a caller can say so instead of appearing to hang.
+	BeforeBuild func(missing []string)
+}
+
 // StartControlPlane starts etcd and kube-apiserver from PeersBinDir (building them
 // if needed) and installs the CRDs in <root>/config/crd/bases. kubectl is not
 // needed.
 func StartControlPlane() (*ControlPlane, error) {
+	return StartControlPlaneWith(ControlPlaneOptions{})
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
+	}
+	if opts.BeforeBuild != nil {
+		if missing := missingPeers("etcd", "kube-apiserver"); len(missing) > 0 {
+			opts.BeforeBuild(missing)
+		}
 	}
 	bin, err := peersBinDir("etcd", "kube-apiserver")
 	if err != nil {
@@ -59,6 +85,12 @@ func StartControlPlane() (*ControlPlane, error) {
 		return nil, err
 	}
 	etcdDir, certDir := filepath.Join(dir, "etcd"), filepath.Join(dir, "apiserver")
+	if opts.EtcdDataDir != "" {
+		if etcdDir, err = filepath.Abs(opts.EtcdDataDir); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	for _, d := range []string{etcdDir, certDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			_ = os.RemoveAll(dir)
@@ -144,8 +176,8 @@ func (c *ControlPlane) APIServerPID() int { return c.apiServerPID }
 // EtcdPID returns etcd's process ID (0 if it was not found).
 func (c *ControlPlane) EtcdPID() int { return c.etcdPID }
 
-// Dir returns the directory holding etcd's data, the apiserver's certificates and
-// both logs; Stop removes it.
+// Dir returns the directory holding etcd's data (unless EtcdDataDir placed it
+// elsewhere), the apiserver's certificates and both logs; Stop removes it.
 func (c *ControlPlane) Dir() string { return c.dir }
 
 // TempDirs lists every directory this control plane created, ours and the one envtest

@@ -112,6 +112,34 @@ func peersBinDir(peers ...string) (string, error) {
 	return dir, nil
 }
 
+// missingPeers returns the named peers that hack/peers/build.sh would have to build
+// (none when $BUCKETKEEPER_PEERS_BIN names a prebuilt directory). It asks build.sh
+// --dir, which only computes the cache directory; on any doubt it reports nothing
+// missing, since the answer only decides whether to announce a build.
+func missingPeers(peers ...string) []string {
+	if os.Getenv(peersEnv) != "" {
+		return nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "peers", "build.sh"), "--dir")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	dir := strings.TrimSpace(string(out))
+	var missing []string
+	for _, p := range peers {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
 // peerBinary returns the path of one peer executable, building it when needed.
 func peerBinary(name string) (string, error) {
 	dir, err := peersBinDir(name)
