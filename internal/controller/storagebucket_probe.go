@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -217,6 +218,8 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 	switch kind := s3.KindOf(err); {
 	case err == nil:
 		res.status, res.reason, res.message = metav1.ConditionTrue, bkv1.ReasonProbeSucceeded, fmt.Sprintf("bucket %q answered the %s probe", bucket, mode)
+	case errors.Is(err, errCanaryMismatch) || errors.Is(err, errCanaryLost):
+		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeFailed, fmt.Sprintf("the ReadWrite probe of bucket %q failed: %v", bucket, err)
 	case kind == s3.KindNotFound:
 		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonBucketNotFound, fmt.Sprintf("bucket %q does not exist on the store; it is being created again", bucket)
 	case kind == s3.KindAccessDenied || kind == s3.KindInvalidCredentials:
@@ -234,8 +237,11 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 	return res
 }
 
-// errCanaryMismatch is returned when the canary reads back different from what was written.
-var errCanaryMismatch = fmt.Errorf("canary object read back with different content")
+// errCanaryMismatch and errCanaryLost are data-path failures of a bucket that exists.
+var (
+	errCanaryMismatch = errors.New("canary object read back with different content")
+	errCanaryLost     = errors.New("canary object missing right after it was written")
+)
 
 func canaryProbe(ctx context.Context, c s3.Client, bucket, key string) error {
 	body := fmt.Appendf(nil, "bucketkeeper canary %d", time.Now().UnixNano())
@@ -243,9 +249,13 @@ func canaryProbe(ctx context.Context, c s3.Client, bucket, key string) error {
 		return err
 	}
 	got, readErr := c.GetObject(ctx, bucket, key, 1024)
-	// Delete even when the read failed, so no canary is left behind.
-	delErr := c.DeleteObject(context.WithoutCancel(ctx), bucket, key)
+	// Delete every version even when the read failed, so no canary is left behind.
+	delErr := c.PurgeObject(context.WithoutCancel(ctx), bucket, key)
+	var s3err *s3.Error
 	switch {
+	case errors.As(readErr, &s3err) && s3err.Code == "NoSuchKey":
+		// The bucket is there (the write succeeded); the object it just took is not.
+		return errCanaryLost
 	case readErr != nil:
 		return readErr
 	case !bytes.Equal(got, body):

@@ -79,6 +79,8 @@ type Client interface {
 	// KindInvalid wrapping ErrObjectTooLarge.
 	GetObject(ctx context.Context, bucket, key string, maxBytes int64) ([]byte, error)
 	DeleteObject(ctx context.Context, bucket, key string) error
+	// PurgeObject deletes every version and delete marker of key.
+	PurgeObject(ctx context.Context, bucket, key string) error
 }
 
 // VersioningStatus is a bucket's versioning state as S3 reports it.

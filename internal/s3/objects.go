@@ -218,3 +218,29 @@ func (c *client) DeleteObject(ctx context.Context, bucket, key string) error {
 		return err
 	})
 }
+
+// PurgeObject deletes every version and delete marker of one key, so that an object
+// written and removed again (the probe's canary) leaves nothing behind on a versioned
+// bucket; on an unversioned one it is a plain delete.
+func (c *client) PurgeObject(ctx context.Context, bucket, key string) error {
+	var ids []ObjectID
+	err := c.call(ctx, "ListObjectVersions", bucket, key, func(ctx context.Context) error {
+		out, err := c.api.ListObjectVersions(ctx, &awss3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+		if err != nil {
+			return err
+		}
+		for _, v := range versionsPage(out).Versions {
+			if v.Key == key {
+				ids = append(ids, ObjectID{Key: v.Key, VersionID: v.VersionID})
+			}
+		}
+		return nil
+	})
+	if err != nil && KindOf(err) != KindNotImplemented {
+		return err
+	}
+	if len(ids) == 0 {
+		return c.DeleteObject(ctx, bucket, key)
+	}
+	return c.DeleteObjects(ctx, bucket, ids)
+}
