@@ -16,12 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -60,6 +62,7 @@ func main() {
 }
 
 func run() error {
+	log.SetLogger(logr.Discard()) // the harness's own client logs are noise here
 	n, _ := strconv.Atoi(os.Getenv("BENCH_N"))
 	if n <= 0 {
 		n = 1000

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -96,6 +97,22 @@ func (m *manager) stop() {
 	}
 }
 
+// saveHeapProfile writes the manager's heap profile to path, for `go tool pprof`.
+func (m *manager) saveHeapProfile(path string) error {
+	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
 // cpuSeconds is the process's user+system CPU time so far.
 func (m *manager) cpuSeconds() float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
@@ -150,13 +167,13 @@ func parseMetrics(r interface{ Read([]byte) (int, error) }) (metricFamilies, err
 	return metricFamilies(fams), err
 }
 
-// sum adds the values of a counter or gauge whose labels match all of want.
-func (f metricFamilies) sum(name string, want map[string]string) float64 {
+// matching yields the metrics of a family whose labels include all of want, with their labels.
+func (f metricFamilies) matching(name string, want map[string]string) []labelled {
+	var out []labelled
 	fam := f[name]
 	if fam == nil {
-		return 0
+		return nil
 	}
-	total := 0.0
 outer:
 	for _, m := range fam.Metric {
 		labels := map[string]string{}
@@ -168,6 +185,21 @@ outer:
 				continue outer
 			}
 		}
+		out = append(out, labelled{labels, m})
+	}
+	return out
+}
+
+type labelled struct {
+	labels map[string]string
+	metric *dto.Metric
+}
+
+// sum adds the values of a counter or gauge whose labels match all of want.
+func (f metricFamilies) sum(name string, want map[string]string) float64 {
+	total := 0.0
+	for _, l := range f.matching(name, want) {
+		m := l.metric
 		switch {
 		case m.Counter != nil:
 			total += m.Counter.GetValue()
@@ -183,22 +215,8 @@ outer:
 // byLabel sums a counter by the values of one label.
 func (f metricFamilies) byLabel(name, label string, want map[string]string) map[string]float64 {
 	out := map[string]float64{}
-	fam := f[name]
-	if fam == nil {
-		return out
-	}
-outer:
-	for _, m := range fam.Metric {
-		labels := map[string]string{}
-		for _, l := range m.Label {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if labels[k] != v {
-				continue outer
-			}
-		}
-		out[labels[label]] += m.GetCounter().GetValue()
+	for _, l := range f.matching(name, want) {
+		out[l.labels[label]] += l.metric.GetCounter().GetValue()
 	}
 	return out
 }

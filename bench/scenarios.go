@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -112,10 +113,10 @@ func (e *env) steady() error {
 		fmt.Printf("   %-14s peak/mean %.2f, %.0f probes, %.0f status writes, %.0f API requests\n", strategy, run.Peak/run.Mean, run.Probes, run.StatusWrites, run.APITotal)
 	}
 	ours, base := runs["scheduler"], runs["global-ticker"]
-	e.note("steady", "probes/s peak/mean (ours | baseline)", fmt.Sprintf("%.2f | %.2f", ours.Peak/ours.Mean, base.Peak/base.Mean), "≤ 1.5 | ≈ N per interval-second")
+	e.note("steady", "probes/s peak/mean (ours vs baseline)", fmt.Sprintf("%.2f vs %.2f", ours.Peak/ours.Mean, base.Peak/base.Mean), "≤ 1.5 vs ≈ N per interval-second")
 	e.note("steady", "status writes ours/baseline", fmt.Sprintf("%.0f / %.0f = %.1f%%", ours.StatusWrites, base.StatusWrites, 100*ours.StatusWrites/math.Max(base.StatusWrites, 1)), "≤ 2%")
 	e.note("steady", "API requests ours/baseline", fmt.Sprintf("%.0f / %.0f = %.1f%%", ours.APITotal, base.APITotal, 100*ours.APITotal/math.Max(base.APITotal, 1)), "")
-	e.note("steady", "CPU-s per 1000 probes (ours | baseline)", fmt.Sprintf("%.2f | %.2f", ours.CPUSecondsPer1000, base.CPUSecondsPer1000), "")
+	e.note("steady", "CPU-s per 1000 probes (ours vs baseline)", fmt.Sprintf("%.2f vs %.2f", ours.CPUSecondsPer1000, base.CPUSecondsPer1000), "")
 	if err := plotProbes(e.results, steadyInterval, ours.PerSecond, base.PerSecond); err != nil {
 		return err
 	}
@@ -153,20 +154,11 @@ func (e *env) measureProbing(m *manager, window time.Duration) (*probingRun, err
 // until each has observedGeneration == generation and Ready=True.
 func (e *env) change() error {
 	const ns = "change"
-	if err := e.newNamespace(ns); err != nil {
-		return err
-	}
-	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	m, err := e.probingBuckets(ns, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer m.stop()
-	if err := e.createBuckets(ns, ns, e.n, 10*time.Second); err != nil {
-		return err
-	}
-	if err := e.waitAll(ns, bkv1.ConditionAvailable, e.n, 20*time.Minute); err != nil {
-		return err
-	}
 	time.Sleep(15 * time.Second)
 	picks := rand.Perm(e.n)[:min(50, e.n)]
 	type pending struct {
@@ -256,6 +248,10 @@ func (e *env) memory() error {
 		}
 		rss = append(rss, r)
 	}
+	// Where the memory goes: `go tool pprof -top bench/results/heap.pb.gz`.
+	if err := m.saveHeapProfile(filepath.Join(e.results, "heap.pb.gz")); err != nil {
+		return err
+	}
 	perBucket := (rss[1] - rss[0]) / float64(counts[1]-counts[0])
 	base := rss[0] - perBucket*float64(counts[0])
 
@@ -295,20 +291,11 @@ func (e *env) createMore(ns string, from, to int) error {
 // knocks on a closed door, and how fast all buckets are Available once it reopens.
 func (e *env) outage() error {
 	const ns = "outage"
-	if err := e.newNamespace(ns); err != nil {
-		return err
-	}
-	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	m, err := e.probingBuckets(ns, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer m.stop()
-	if err := e.createBuckets(ns, ns, e.n, 10*time.Second); err != nil {
-		return err
-	}
-	if err := e.waitAll(ns, bkv1.ConditionAvailable, e.n, 20*time.Minute); err != nil {
-		return err
-	}
 	if err := e.s3.Stop(); err != nil {
 		return err
 	}
@@ -333,4 +320,25 @@ func (e *env) outage() error {
 	e.note("outage", "requests/s to the store while down", fmt.Sprintf("%.2f", rate), "≤ 1")
 	e.note("outage", "store back → all Available", fmt.Sprintf("%.1fs", recovery.Seconds()), "")
 	return e.writeResult("outage", map[string]any{"n": e.n, "requestsWhileDown": down, "requestsPerSecondWhileDown": rate, "recoverySeconds": recovery.Seconds()})
+}
+
+// probingBuckets starts a manager for a new namespace of N buckets probed every interval
+// and returns once all are Available.
+func (e *env) probingBuckets(ns string, interval time.Duration) (*manager, error) {
+	if err := e.newNamespace(ns); err != nil {
+		return nil, err
+	}
+	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.createBuckets(ns, ns, e.n, interval); err != nil {
+		m.stop()
+		return nil, err
+	}
+	if err := e.waitAll(ns, bkv1.ConditionAvailable, e.n, 20*time.Minute); err != nil {
+		m.stop()
+		return nil, err
+	}
+	return m, nil
 }

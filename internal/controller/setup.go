@@ -143,8 +143,13 @@ func (r *StorageBucketReconciler) bucketsOfStore(ctx context.Context, o client.O
 }
 
 func bucketsUsing(ctx context.Context, c client.Reader, store string) []reconcile.Request {
+	return listRequests(ctx, c, client.MatchingFields{IndexStorageBucketStore: store})
+}
+
+// listRequests turns the StorageBuckets a list selects into reconcile requests.
+func listRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
 	list := &bkv1.StorageBucketList{}
-	if err := c.List(ctx, list, client.MatchingFields{IndexStorageBucketStore: store}); err != nil {
+	if err := c.List(ctx, list, opts...); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -165,15 +170,7 @@ func (r *StorageBucketReconciler) bucketsOfSecret(ctx context.Context, o client.
 }
 
 func (r *StorageBucketReconciler) bucketsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &bkv1.StorageBucketList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, sb := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
-	}
-	return out
+	return listRequests(ctx, r.Client, client.InNamespace(o.GetName()))
 }
 
 func (r *ObjectStoreReconciler) storesOfSecret(ctx context.Context, o client.Object) []reconcile.Request {

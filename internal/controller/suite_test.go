@@ -36,7 +36,7 @@ var (
 	seaweed  *testenv.S3Server
 	versity  *testenv.S3Server
 	requests = &requestLog{}
-	logs     = &syncBuffer{}
+	logs     = &testenv.LogBuffer{}
 
 	// The suite's manager serves the probe webhook here.
 	receiverAddr   string
@@ -177,23 +177,6 @@ func since(before, after map[string]int) (total, mutating int, ops map[string]in
 		}
 	}
 	return total, mutating, ops
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // fixture is one test's namespace and store.

@@ -6,12 +6,10 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +35,7 @@ var (
 	k8s     client.Client
 	seaweed *testenv.S3Server
 	// logs collects the in-process managers' logs; a failing test prints its share.
-	logs = &syncBuffer{}
+	logs = &testenv.LogBuffer{}
 )
 
 // probeInterval is the shortest the API allows, so probes happen within a test.
@@ -315,29 +313,4 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
-}
-
-// syncBuffer is a log sink shared by the managers' goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-// From returns what was written after the first n bytes.
-func (b *syncBuffer) From(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf.Bytes()[n:])
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -148,28 +147,10 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// syncBuffer is a bytes.Buffer safe for the process' writer and the test's reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startManager runs the manager until the test ends; it dies with the test binary.
-func startManager(t *testing.T, bin string, args []string) *syncBuffer {
+func startManager(t *testing.T, bin string, args []string) *testenv.LogBuffer {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -198,7 +179,7 @@ func startManager(t *testing.T, bin string, args []string) *syncBuffer {
 
 // waitFor polls cond, failing at once when the manager exits or is refused a request
 // (a "forbidden" in its log: the manifests' RBAC lacks a rule).
-func waitFor(t *testing.T, timeout time.Duration, what string, logs *syncBuffer, cond func() bool) {
+func waitFor(t *testing.T, timeout time.Duration, what string, logs *testenv.LogBuffer, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -214,7 +195,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, logs *syncBuffer,
 }
 
 // logTail is the manager's log without stack traces, at most its last 30 lines.
-func logTail(logs *syncBuffer) string {
+func logTail(logs *testenv.LogBuffer) string {
 	var lines []string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if i := strings.Index(l, `,"stacktrace":`); i >= 0 {
