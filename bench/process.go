@@ -8,22 +8,22 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // manager is one bucketkeeper process, the real binary, so that its CPU time and
 // memory are its own and not the harness's.
 type manager struct {
-	cmd         *exec.Cmd
+	*testenv.Process
 	metricsAddr string
 	pprofAddr   string
 	log         string
@@ -49,10 +49,6 @@ func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager,
 		return nil, err
 	}
 	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	args := append([]string{
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", addr, "--health-probe-bind-address", "0",
@@ -60,16 +56,12 @@ func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager,
 		"--kube-api-qps", strconv.Itoa(kubeQPS), "--kube-api-burst", strconv.Itoa(2 * kubeQPS),
 		"--zap-log-level", "error", "--pprof-bind-address", pprofAddr,
 	}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, and killed with us whatever happens to the harness.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	// Its own process group, killed with us whatever happens to the harness.
+	proc, err := testenv.StartProcess(bin, args, nil, "", logPath)
+	if err != nil {
 		return nil, err
 	}
-	logFile.Close()
-	m := &manager{cmd: cmd, metricsAddr: addr, pprofAddr: pprofAddr, log: logPath}
+	m := &manager{Process: proc, metricsAddr: addr, pprofAddr: pprofAddr, log: logPath}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := m.scrape(); err == nil {
@@ -81,19 +73,10 @@ func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager,
 	return nil, fmt.Errorf("manager %s did not serve metrics; log %s", name, logPath)
 }
 
-// stop ends the manager by PID: SIGTERM, then SIGKILL after 10s.
+// stop ends the manager by PID (SIGTERM, then SIGKILL).
 func (m *manager) stop() {
-	if m == nil || m.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	if m != nil {
+		_ = m.Stop()
 	}
 }
 
@@ -115,7 +98,7 @@ func (m *manager) saveHeapProfile(path string) error {
 
 // cpuSeconds is the process's user+system CPU time so far.
 func (m *manager) cpuSeconds() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.PID()))
 	if err != nil {
 		return 0
 	}
@@ -127,7 +110,7 @@ func (m *manager) cpuSeconds() float64 {
 
 // rss returns the current and peak resident set size in bytes.
 func (m *manager) rss() (cur, peak float64) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.PID()))
 	if err != nil {
 		return 0, 0
 	}

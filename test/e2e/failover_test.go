@@ -1,17 +1,14 @@
 package e2e_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,9 +67,9 @@ func TestFailoverWithBinary(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("leader is PID %d (%s), killing it with SIGKILL", leader.pid(), filepath.Base(leader.log))
+	t.Logf("leader is PID %d (%s), killing it with SIGKILL", leader.PID(), filepath.Base(leader.log))
 	killed := time.Now()
-	leader.kill()
+	leader.Kill()
 	f.eventually(60*time.Second, "the surviving replica to acquire the lease", func() error {
 		if !survivor.logHas(acquired) {
 			return errors.New("not yet")
@@ -122,7 +119,7 @@ func TestFailoverWithBinary(t *testing.T) {
 	if took := time.Since(resumed); took > 45*time.Second {
 		t.Errorf("the new leader needed %s after the takeover for probes and a new claim, want ~30s", took.Round(time.Second))
 	}
-	if !survivor.alive() {
+	if survivor.Exited() {
 		t.Fatalf("the surviving replica exited; log tail:\n%s", tail(survivor.logText(), 4000))
 	}
 	// The fixture's cleanup deletes the 21 claims while the survivor still runs: its
@@ -148,84 +145,31 @@ func writeKubeconfig(t *testing.T, path string) string {
 
 // binary is one replica of the operator running as its own process.
 type binary struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{} // closed once the process has been reaped
+	*testenv.Process
+	log string
 }
 
 // startBinary starts a replica with its output in logPath. It is killed with the test
 // process (Pdeathsig) and stopped by PID when the test ends, failed or not.
 func startBinary(t *testing.T, bin, kubeconfig, logPath string) *binary {
 	t.Helper()
-	logf, err := os.Create(logPath)
-	must(t, err)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig,
+	proc, err := testenv.StartProcess(bin, []string{"--kubeconfig", kubeconfig,
 		"--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--zap-log-level", "info")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Pdeathsig fires when the thread that forked exits, so fork from a thread the Go
-	// runtime keeps for the life of the process.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
+		"--zap-log-level", "info"}, nil, "", logPath)
 	if err != nil {
-		logf.Close()
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	p := &binary{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
+	p := &binary{Process: proc, log: logPath}
 	t.Cleanup(func() {
-		p.stop(t)
+		if err := p.Stop(); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() {
-			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.pid(), tail(p.logText(), 6000))
+			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.PID(), tail(p.logText(), 6000))
 		}
 	})
 	return p
-}
-
-func (p *binary) pid() int { return p.cmd.Process.Pid }
-
-func (p *binary) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL to the process and waits until it is gone.
-func (p *binary) kill() {
-	_ = syscall.Kill(p.pid(), syscall.SIGKILL)
-	<-p.done
-}
-
-// stop asks the process to shut down (SIGTERM releases the lease), then kills it.
-func (p *binary) stop(t *testing.T) {
-	if !p.alive() {
-		return
-	}
-	_ = syscall.Kill(p.pid(), syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(15 * time.Second):
-	}
-	t.Logf("PID %d ignored SIGTERM for 15s; killing it", p.pid())
-	_ = syscall.Kill(p.pid(), syscall.SIGKILL)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		t.Errorf("PID %d still running after SIGKILL", p.pid())
-	}
 }
 
 func (p *binary) logText() string {

@@ -15,18 +15,19 @@ import (
 // is killed: long enough for a clean shutdown, short enough for outage tests.
 const stopGrace = 5 * time.Second
 
-// proc is one running peer process.
-type proc struct {
+// Process is one process a test (or the benchmark) started: a peer, or the operator's
+// own binary. Tests stop every one of them by PID, also when they fail.
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has been reaped
 	err  error         // Wait's result, valid after done
 	log  *os.File
 }
 
-// startProc starts bin with its output appended to logPath. The child runs in its
-// own process group (so stop can signal everything it spawned) and gets SIGKILL
-// when the test binary dies, whatever killed it.
-func startProc(bin string, args, env []string, dir, logPath string) (*proc, error) {
+// StartProcess starts bin with its output appended to logPath (env nil: this process's
+// environment). The child runs in its own process group (so Stop can signal everything
+// it spawned) and gets SIGKILL when the test binary dies, whatever killed it.
+func StartProcess(bin string, args, env []string, dir, logPath string) (*Process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func startProc(bin string, args, env []string, dir, logPath string) (*proc, erro
 		logf.Close()
 		return nil, err
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: logf}
+	p := &Process{cmd: cmd, done: make(chan struct{}), log: logf}
 	go func() {
 		p.err = cmd.Wait()
 		logf.Close()
@@ -57,9 +58,11 @@ func startProc(bin string, args, env []string, dir, logPath string) (*proc, erro
 	return p, nil
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
+// PID is the process's ID (and its process group's).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
-func (p *proc) exited() bool {
+// Exited reports whether the process has ended and been reaped.
+func (p *Process) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -68,11 +71,18 @@ func (p *proc) exited() bool {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after stopGrace, and
-// waits until the process is reaped.
-func (p *proc) stop() error {
-	pgid := p.pid()
-	if !p.exited() {
+// Kill sends SIGKILL to the process alone (a crash, for failover tests) and waits
+// until it is reaped.
+func (p *Process) Kill() {
+	_ = syscall.Kill(p.PID(), syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after stopGrace, and waits
+// until the process is reaped. Calling it again is harmless.
+func (p *Process) Stop() error {
+	pgid := p.PID()
+	if !p.Exited() {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:

@@ -62,7 +62,7 @@ type S3Server struct {
 	ports   map[string]int // named ports the process listens on
 	args    []string
 	env     []string
-	proc    *proc
+	proc    *Process
 	closed  bool
 }
 
@@ -170,7 +170,7 @@ func (s *S3Server) Start() error {
 	if s.closed {
 		return errors.New("testenv: S3 server already closed")
 	}
-	if s.proc != nil && !s.proc.exited() {
+	if s.proc != nil && !s.proc.Exited() {
 		return nil
 	}
 	return s.startLocked()
@@ -178,13 +178,13 @@ func (s *S3Server) Start() error {
 
 // startLocked starts the process and waits until it serves signed requests.
 func (s *S3Server) startLocked() error {
-	p, err := startProc(s.bin, s.args, s.env, s.dir, s.logPath)
+	p, err := StartProcess(s.bin, s.args, s.env, s.dir, s.logPath)
 	if err != nil {
 		return err
 	}
 	s.proc = p
 	if err := s.waitReady(p); err != nil {
-		_ = p.stop()
+		_ = p.Stop()
 		s.proc = nil
 		tail := logTail(s.logPath)
 		if strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on") {
@@ -198,7 +198,7 @@ func (s *S3Server) startLocked() error {
 // waitReady polls a signed ListBuckets until it succeeds, the process exits, or
 // readyTimeout passes. An open port is not enough: weed answers before its IAM
 // configuration is loaded.
-func (s *S3Server) waitReady(p *proc) error {
+func (s *S3Server) waitReady(p *Process) error {
 	client := s.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
@@ -225,7 +225,7 @@ func (s *S3Server) waitReady(p *proc) error {
 		case <-time.After(200 * time.Millisecond):
 			continue
 		}
-		if p.exited() {
+		if p.Exited() {
 			return fmt.Errorf("process exited before it was ready (%v); last probe: %v", p.err, lastErr)
 		}
 		return fmt.Errorf("not ready after %s: %v", readyTimeout, lastErr)
@@ -246,7 +246,7 @@ func (s *S3Server) stopLocked() error {
 	if s.proc == nil {
 		return nil
 	}
-	err := s.proc.stop()
+	err := s.proc.Stop()
 	s.proc = nil
 	return err
 }
@@ -266,10 +266,10 @@ func (s *S3Server) Close() error {
 func (s *S3Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil || s.proc.exited() {
+	if s.proc == nil || s.proc.Exited() {
 		return 0
 	}
-	return s.proc.pid()
+	return s.proc.PID()
 }
 
 // Dir returns the server's temporary directory (data, config, log); Close removes it.
