@@ -187,6 +187,9 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store
 	}
 	r.Stores.Forget(store.Name)
+	r.mu.Lock()
+	delete(r.lastChecked, store.Name)
+	r.mu.Unlock()
 	err := patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

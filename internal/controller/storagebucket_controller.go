@@ -73,7 +73,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.synced.forget(req.NamespacedName)
-			r.Prober.forget(req.NamespacedName, "")
+			r.Prober.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -97,7 +97,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	if sb.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
-		r.Prober.forget(req.NamespacedName, sb.UID)
+		r.Prober.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 

@@ -53,10 +53,13 @@ type Prober struct {
 	Naive bool
 
 	mu     sync.Mutex
-	states map[types.UID]probeState
+	states map[types.NamespacedName]probeState
 }
 
+// probeState is kept by name, so a deleted object (known only by name by then) is
+// forgotten; the UID tells a re-created object of the same name from the old one.
 type probeState struct {
+	uid        types.UID
 	nextDue    time.Time
 	generation int64
 }
@@ -68,7 +71,7 @@ type probeResult struct {
 	latency time.Duration
 }
 
-func (p *Prober) forget(key types.NamespacedName, uid types.UID) {
+func (p *Prober) forget(key types.NamespacedName) {
 	if p == nil {
 		return
 	}
@@ -80,25 +83,26 @@ func (p *Prober) forget(key types.NamespacedName, uid types.UID) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if uid != "" {
-		delete(p.states, uid)
-	}
+	delete(p.states, key)
 }
 
-func (p *Prober) state(uid types.UID) (probeState, bool) {
+func (p *Prober) state(key types.NamespacedName, uid types.UID) (probeState, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st, ok := p.states[uid]
-	return st, ok
+	st, ok := p.states[key]
+	if !ok || st.uid != uid {
+		return probeState{}, false
+	}
+	return st, true
 }
 
-func (p *Prober) save(uid types.UID, st probeState) {
+func (p *Prober) save(key types.NamespacedName, st probeState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.states == nil {
-		p.states = map[types.UID]probeState{}
+		p.states = map[types.NamespacedName]probeState{}
 	}
-	p.states[uid] = st
+	p.states[key] = st
 }
 
 func (p *Prober) jitter() float64 {
@@ -150,7 +154,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	interval, now := p.interval(sb), p.Clock.Now()
 	requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]
 	pending := requested != "" && requested != sb.Status.LastHandledProbeRequest
-	st, known := p.state(sb.UID)
+	st, known := p.state(key, sb.UID)
 	due := pending || p.Naive || availabilityReason(sb) == bkv1.ReasonStoreUnreachable
 	switch {
 	case !known && sb.Status.LastProbeTime == nil:
@@ -158,7 +162,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	case !known:
 		// Probed by an earlier leader: continue at this bucket's phase slot, so a
 		// restart or failover never turns into a burst of N probes.
-		st = probeState{nextDue: probe.NextSlot(key, interval, now.Add(-interval/2), 0, nil), generation: sb.Generation}
+		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now.Add(-interval/2), 0, nil), generation: sb.Generation}
 	case st.generation != sb.Generation:
 		due = true
 	case !now.Before(st.nextDue):
@@ -168,7 +172,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	var requeue time.Duration
 	if due {
 		res := r.runProbe(ctx, scope)
-		st = probeState{nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation}
+		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation}
 		r.recordProbe(patcher, sb, res, now, true)
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
@@ -184,7 +188,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	if pending {
 		sb.Status.LastHandledProbeRequest = requested
 	}
-	p.save(sb.UID, st)
+	p.save(key, st)
 	if p.Scheduler != nil {
 		p.Scheduler.Schedule(key, scope.store.Name, st.nextDue)
 	}
