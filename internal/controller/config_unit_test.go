@@ -742,7 +742,7 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 				s3:     f,
 				bucket: "b",
 			}
-			err := r.reconcileConfiguration(context.Background(), scope)
+			err := configurePass(r, scope)
 			var text string
 			if tc.want.reason == "" {
 				if err != nil {
@@ -787,7 +787,7 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 	f := &fakeS3{}
 	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}, s3: f, bucket: "b"}
 
-	if err := r.reconcileConfiguration(context.Background(), scope); err != nil {
+	if err := configurePass(r, scope); err != nil {
 		t.Fatal(err)
 	}
 	reads := len(f.reads)
@@ -795,7 +795,7 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 		t.Fatal("first sync read nothing")
 	}
 	clk.SetTime(t0.Add(59 * time.Minute))
-	if err := r.reconcileConfiguration(context.Background(), scope); err != nil {
+	if err := configurePass(r, scope); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.reads) != reads {
@@ -804,10 +804,17 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 	clk.SetTime(t0.Add(time.Hour))
 	f.tags = map[string]string{"drift": "x"}
 	f.writes = nil
-	if err := r.reconcileConfiguration(context.Background(), scope); err != nil {
+	if err := configurePass(r, scope); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(f.writes, []string{"PutBucketTagging"}) || !maps.Equal(f.tags, ownerTags(sb)) {
 		t.Errorf("drift after SyncInterval: writes %v, tags %v", f.writes, f.tags)
 	}
+}
+
+// configurePass runs the configuration step as a reconcile does: whether this pass
+// syncs is decided first (by the bucket step in the real flow).
+func configurePass(r *StorageBucketReconciler, scope *bucketScope) error {
+	scope.syncing = r.syncDue(scope)
+	return r.reconcileConfiguration(context.Background(), scope)
 }

@@ -64,7 +64,9 @@ func ownerTags(sb *bkv1.StorageBucket) map[string]string {
 // (when allowed) or left untouched with a condition that says why.
 func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
-	if !r.syncDue(scope) {
+	// Decided once per pass: the configuration step follows this verdict.
+	scope.syncing = r.syncDue(scope)
+	if !scope.syncing {
 		return nil
 	}
 

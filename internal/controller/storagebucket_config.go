@@ -36,7 +36,7 @@ type setting struct {
 // reconcile, so out-of-band drift is corrected without a read storm.
 func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
-	if !r.syncDue(scope) {
+	if !scope.syncing {
 		// Not re-read this time: the last verdict stands, including what the store lacks.
 		if c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured); c != nil && c.Reason == bkv1.ReasonNotSupportedByStore {
 			return terminalf(c.Reason, "%s", c.Message)

@@ -61,6 +61,9 @@ type bucketScope struct {
 	s3     s3.Client
 	bucket string
 	region string
+	// syncing: bucket and configuration are checked against the store in this pass
+	// (see syncDue); otherwise the last verdict stands.
+	syncing bool
 	// created: the bucket was created in this pass, whose creation event already
 	// tells the story; the configuration applied to it is not announced separately.
 	created bool
