@@ -54,12 +54,12 @@ build_one() {
 			ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
 			ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 		done
-		echo ">> building kube-apiserver $KUBE_VERSION (cold: ~9 min, ~2.4 GB while linking)" >&2 ;;
-	etcd) echo ">> building etcd $ETCD_VERSION (cold: ~1 min)" >&2 ;;
+		echo ">> building kube-apiserver $KUBE_VERSION (first run only: ~5 min on 2 cores, ~2.4 GB while linking)" >&2 ;;
+	etcd) echo ">> building etcd $ETCD_VERSION (first run only: ~1 min)" >&2 ;;
 	weed) pkg=github.com/seaweedfs/seaweedfs/weed
-		echo ">> building SeaweedFS weed $SEAWEEDFS_VERSION (cold: ~8 min, ~2.7 GB while linking)" >&2 ;;
+		echo ">> building SeaweedFS weed $SEAWEEDFS_VERSION (first run only: ~7 min, ~2.7 GB while linking)" >&2 ;;
 	versitygw) pkg=github.com/versity/versitygw/cmd/versitygw
-		echo ">> building Versity S3 Gateway $VERSITYGW_VERSION (cold: ~2 min)" >&2 ;;
+		echo ">> building Versity S3 Gateway $VERSITYGW_VERSION (first run only: ~2 min)" >&2 ;;
 	esac
 	mkdir -p "$dest.tmp"
 	(cd "$here/$peer" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$dest.tmp/$peer" "$pkg") >&2
