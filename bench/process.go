@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,11 +39,11 @@ func (m *manager) collect() {
 }
 
 func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager, error) {
-	addr, err := freeAddr()
+	addr, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	pprofAddr, err := freeAddr()
+	pprofAddr, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -230,13 +229,4 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -27,10 +27,7 @@ func (e *env) s3Ops(fams metricFamilies) map[string]float64 {
 // doing the same S3 calls and Kubernetes writes at the same concurrency.
 func (e *env) converge() error {
 	const ns = "converge"
-	if err := e.newNamespace(ns); err != nil {
-		return err
-	}
-	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	m, err := e.namespaceWithManager(ns)
 	if err != nil {
 		return err
 	}
@@ -216,10 +213,7 @@ func percentile(sorted []float64, q float64) float64 {
 // slope), then 2000 unrelated 100 KiB Secrets, which the manager must not cache.
 func (e *env) memory() error {
 	const ns = "memory"
-	if err := e.newNamespace(ns); err != nil {
-		return err
-	}
-	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	m, err := e.namespaceWithManager(ns)
 	if err != nil {
 		return err
 	}
@@ -325,10 +319,7 @@ func (e *env) outage() error {
 // probingBuckets starts a manager for a new namespace of N buckets probed every interval
 // and returns once all are Available.
 func (e *env) probingBuckets(ns string, interval time.Duration) (*manager, error) {
-	if err := e.newNamespace(ns); err != nil {
-		return nil, err
-	}
-	m, err := startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
+	m, err := e.namespaceWithManager(ns)
 	if err != nil {
 		return nil, err
 	}
@@ -341,4 +332,13 @@ func (e *env) probingBuckets(ns string, interval time.Duration) (*manager, error
 		return nil, err
 	}
 	return m, nil
+}
+
+// namespaceWithManager makes a scenario's namespace and starts a manager that watches
+// only that scenario's StorageBuckets.
+func (e *env) namespaceWithManager(ns string) (*manager, error) {
+	if err := e.newNamespace(ns); err != nil {
+		return nil, err
+	}
+	return startManager(e.bin, e.kubeconfig, e.dir, ns, selector(ns)...)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -78,7 +77,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	k8s = k8sWatch
-	if receiverAddr, err = freeLoopbackAddr(); err != nil {
+	if receiverAddr, err = testenv.FreeAddr(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -93,15 +92,6 @@ func run(m *testing.M) int {
 	cancel()
 	<-done
 	return code
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func stop(what string, f func() error) {

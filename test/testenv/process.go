@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -125,3 +126,13 @@ func freePorts(n int) ([]int, error) {
 
 // errBindConflict marks a start that failed because a chosen port was taken.
 var errBindConflict = errors.New("testenv: port already in use")
+
+// FreeAddr returns a loopback "host:port" whose port was free a moment ago, for a
+// server a test or the benchmark is about to start.
+func FreeAddr() (string, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
+}
