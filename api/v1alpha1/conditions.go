@@ -55,6 +55,25 @@ const (
 	ReasonNotProbed                = "NotProbed"
 	// ReasonForbidden: the API server refused the operator an action (missing RBAC).
 	ReasonForbidden = "Forbidden"
+
+	// Guardrail refusals: each names the ObjectStore guardrail that refused the claim.
+	// ReasonAdoptionNotAllowed: guardrails.adoptionAllowedNamespaces does not select
+	// this namespace, so a pre-existing bucket cannot be taken over.
+	ReasonAdoptionNotAllowed = "AdoptionNotAllowed"
+	// ReasonBucketNameNotAllowed: an explicit bucketName lacks the store's
+	// bucketNamePrefix and guardrails.allowAnyBucketName is off.
+	ReasonBucketNameNotAllowed = "BucketNameNotAllowed"
+	// ReasonPublicAccessNotAllowed: publicAccess: Allowed, or a policy granting an
+	// anonymous or wildcard principal, without guardrails.allowPublicBuckets.
+	ReasonPublicAccessNotAllowed = "PublicAccessNotAllowed"
+	// ReasonPolicyNotAllowed: a policy statement reaches beyond this bucket, or the
+	// policy is larger than S3 accepts.
+	ReasonPolicyNotAllowed = "PolicyNotAllowed"
+	// ReasonDeletionPolicyNotAllowed: the deletionPolicy is not among the store's
+	// guardrails.allowedDeletionPolicies.
+	ReasonDeletionPolicyNotAllowed = "DeletionPolicyNotAllowed"
+	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
+	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
 )
 
 // Labels, annotations, tags and finalizers the operator owns.
@@ -68,6 +87,16 @@ const (
 	// TagClaim but loses TagUID, so only a claim with the same namespace/name re-binds.
 	TagClaim = "bucketkeeper.io/claim"
 	TagUID   = "bucketkeeper.io/uid"
+	// TagCluster names the cluster (--cluster-id, default the kube-system namespace's
+	// UID) whose operator owns the bucket. A bucket tagged by another cluster sharing
+	// the store is never touched, re-bound or purged.
+	TagCluster = "bucketkeeper.io/cluster"
+	// MaxTagValueLength is S3's limit on a tag value; the claim tag is shortened
+	// (with a hash) to stay within it for any namespace and name.
+	MaxTagValueLength = 256
+	// SystemTagPrefix marks tags the store itself sets (aws:cloudformation:...). They
+	// cannot be written back, so they are kept on the bucket and never sent.
+	SystemTagPrefix = "aws:"
 
 	// ReservedTagPrefix is the tag-key prefix users may not set themselves.
 	ReservedTagPrefix = "bucketkeeper.io/"
@@ -75,6 +104,13 @@ const (
 	// AnnotationProbeRequestedAt asks for an immediate probe when its value changes
 	// (the same convention as Flux's reconcile.fluxcd.io/requestedAt).
 	AnnotationProbeRequestedAt = "bucketkeeper.io/probe-requested-at"
+
+	// AnnotationDeletionPolicy set to DeletionPolicyOrphan on a StorageBucket abandons
+	// its bucket: deletion removes the finalizer without contacting the store, the way
+	// out when the store or its credentials are gone for good. The bucket keeps its
+	// tags, so a later claim of the same cluster, namespace and name binds it again.
+	AnnotationDeletionPolicy = "bucketkeeper.io/deletion-policy"
+	DeletionPolicyOrphan     = "Orphan"
 
 	// LabelManagedBy marks the Secrets the operator writes; the manager's cache
 	// selects Secrets by it so it never caches every Secret in the cluster.

@@ -83,6 +83,62 @@ type ObjectStoreSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	Burst int32 `json:"burst,omitempty"`
+
+	// Guardrails are the platform team's limits on what tenants' StorageBuckets may do
+	// on this store. Tenants write StorageBuckets, never ObjectStores, so every rule a
+	// tenant must not bend lives here. Each one is safe by default.
+	// +optional
+	// +kubebuilder:default={}
+	Guardrails StoreGuardrails `json:"guardrails,omitempty"`
+}
+
+// StoreGuardrails say what tenants may ask of a store. The defaults allow only what
+// cannot reach a bucket the platform team did not hand out: no adoption of existing
+// buckets, explicit names only under bucketNamePrefix, no public buckets.
+type StoreGuardrails struct {
+	// AdoptionAllowedNamespaces selects, by their labels, the namespaces whose
+	// StorageBuckets may take over a pre-existing bucket without bucketkeeper tags
+	// (spec.adoption: IfUnowned). Absent: no namespace may; an empty selector ({})
+	// allows every namespace. Without it, a tenant could claim any untagged bucket the
+	// store's credentials reach, such as a Terraform state or audit-log bucket.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="guardrails.adoptionAllowedNamespaces.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
+	AdoptionAllowedNamespaces *metav1.LabelSelector `json:"adoptionAllowedNamespaces,omitempty"`
+
+	// AllowAnyBucketName lets an explicit spec.bucketName skip bucketNamePrefix. By
+	// default, when the store has a prefix, explicit names must start with it, so
+	// tenants stay inside the part of the namespace of names the platform team gave them.
+	// +optional
+	AllowAnyBucketName bool `json:"allowAnyBucketName,omitempty"`
+
+	// AllowPublicBuckets lets StorageBuckets set publicAccess: Allowed and bucket
+	// policies that grant an anonymous or wildcard principal ("*", {"AWS": "*"}).
+	// +optional
+	AllowPublicBuckets bool `json:"allowPublicBuckets,omitempty"`
+
+	// AllowedDeletionPolicies lists the deletion policies tenants may use. Retain must
+	// be among them: it is what a claim falls back to when its own policy is refused.
+	// +optional
+	// +listType=set
+	// +kubebuilder:default={Retain,Delete,Purge}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="'Retain' in self",message="guardrails.allowedDeletionPolicies must include Retain: it is what a refused policy falls back to"
+	AllowedDeletionPolicies []DeletionPolicy `json:"allowedDeletionPolicies,omitempty"`
+}
+
+// DeletionPolicyAllowed says whether tenants may use p on this store. An empty list
+// (an object written before the field existed) allows all three, like the default.
+func (g *StoreGuardrails) DeletionPolicyAllowed(p DeletionPolicy) bool {
+	if len(g.AllowedDeletionPolicies) == 0 || p == DeletionPolicyRetain || p == "" {
+		return true
+	}
+	for _, allowed := range g.AllowedDeletionPolicies {
+		if allowed == p {
+			return true
+		}
+	}
+	return false
 }
 
 // SecretReference names a Secret in a given namespace.

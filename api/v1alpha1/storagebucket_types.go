@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
@@ -40,9 +41,12 @@ type StorageBucketSpec struct {
 
 	// Tags set on the bucket, merged with the operator's ownership tags, which win.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=50
+	// S3 allows 50 tags per bucket and bucketkeeper sets 3 (claim, uid, cluster), which
+	// leaves 47.
+	// +kubebuilder:validation:MaxProperties=47
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 128)",message="tag keys must be 1 to 128 characters long"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values must be at most 256 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches(r'^[\\p{L}\\p{Z}\\p{N}_.:/=+@-]*$') && self[k].matches(r'^[\\p{L}\\p{Z}\\p{N}_.:/=+@-]*$'))",message="tag keys and values may contain only letters, digits, spaces and _ . : / = + - @ (the S3 tag character set)"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('bucketkeeper.io/') && !k.startsWith('aws:'))",message="tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"
 	Tags map[string]string `json:"tags,omitempty"`
 
@@ -55,9 +59,14 @@ type StorageBucketSpec struct {
 	// +kubebuilder:default=Blocked
 	PublicAccess PublicAccess `json:"publicAccess,omitempty"`
 
-	// Policy is the bucket policy document, as a JSON object.
+	// Policy is the bucket policy document, as a JSON object with a Statement. Every
+	// statement's Resource must name only this bucket and its objects, and a policy
+	// granting an anonymous or wildcard principal needs the store's
+	// guardrails.allowPublicBuckets; both are checked when the bucket name is known.
+	// At most 20 KiB, S3's limit.
 	// +optional
 	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:XValidation:rule="has(self.Statement)",message="policy must be a JSON object with a Statement"
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Policy *apiextensionsv1.JSON `json:"policy,omitempty"`
 
@@ -254,10 +263,25 @@ type StorageBucketStatus struct {
 	// ConsecutiveProbeFailures counts failed probes since the last success.
 	// +optional
 	ConsecutiveProbeFailures int32 `json:"consecutiveProbeFailures,omitempty"`
+	// CreateIntent records, before CreateBucket is sent, the bucket this object is
+	// about to create. A manager that dies between creating and tagging the bucket, or
+	// a claim deleted at that moment, finds an untagged bucket; this record is what
+	// proves it is this object's own work. It lives in status, which tenants cannot
+	// write, and names the object's UID, so it cannot be forged or inherited.
+	// +optional
+	CreateIntent *CreateIntent `json:"createIntent,omitempty"`
 	// LastHandledProbeRequest is the last value of the
 	// bucketkeeper.io/probe-requested-at annotation that was acted on.
 	// +optional
 	LastHandledProbeRequest string `json:"lastHandledProbeRequest,omitempty"`
+}
+
+// CreateIntent is a bucket creation this StorageBucket started.
+type CreateIntent struct {
+	// BucketName is the bucket CreateBucket was (about to be) sent for.
+	BucketName string `json:"bucketName"`
+	// UID is the StorageBucket's UID when the intent was recorded.
+	UID types.UID `json:"uid"`
 }
 
 // StorageBucket is a bucket on an S3-compatible store, claimed by an application.
