@@ -496,7 +496,7 @@ func newSpecBucket() *bkv1.StorageBucket {
 func applyAll(t *testing.T, sb *bkv1.StorageBucket, f *fakeS3) []string {
 	t.Helper()
 	var changed []string
-	for _, s := range desiredSettings(sb) {
+	for _, s := range desiredSettings(sb, testOwner(sb)) {
 		wrote, err := s.apply(context.Background(), f, "b")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -514,7 +514,7 @@ func TestSettingsDesired(t *testing.T) {
 
 	t.Run("versioning unset means no versioning setting", func(t *testing.T) {
 		sb := newSpecBucket()
-		if got := settingNames(desiredSettings(sb)); !slices.Equal(got, withoutVersioning) {
+		if got := settingNames(desiredSettings(sb, testOwner(sb))); !slices.Equal(got, withoutVersioning) {
 			t.Errorf("settings = %v, want %v", got, withoutVersioning)
 		}
 		// Whatever the bucket's versioning is, it is neither read nor written.
@@ -531,7 +531,7 @@ func TestSettingsDesired(t *testing.T) {
 		t.Run("versioning "+string(v), func(t *testing.T) {
 			sb := newSpecBucket()
 			sb.Spec.Versioning = v
-			if got := settingNames(desiredSettings(sb)); !slices.Equal(got, all) {
+			if got := settingNames(desiredSettings(sb, testOwner(sb))); !slices.Equal(got, all) {
 				t.Errorf("settings = %v, want %v", got, all)
 			}
 			f := &fakeS3{}
@@ -545,7 +545,7 @@ func TestSettingsDesired(t *testing.T) {
 	t.Run("only the public access block is optional on a store", func(t *testing.T) {
 		sb := newSpecBucket()
 		sb.Spec.Versioning = bkv1.VersioningEnabled
-		for _, s := range desiredSettings(sb) {
+		for _, s := range desiredSettings(sb, testOwner(sb)) {
 			if want := s.name == "public access block"; s.optionalOnStore != want {
 				t.Errorf("%s: optionalOnStore = %v, want %v", s.name, s.optionalOnStore, want)
 			}
@@ -570,8 +570,8 @@ func TestSettingsDesired(t *testing.T) {
 		sb := newSpecBucket()
 		f := &fakeS3{}
 		applyAll(t, sb, f)
-		if !maps.Equal(f.tags, ownerTags(sb)) {
-			t.Errorf("tags = %v, want %v", f.tags, ownerTags(sb))
+		if !maps.Equal(f.tags, testOwner(sb).tags()) {
+			t.Errorf("tags = %v, want %v", f.tags, testOwner(sb).tags())
 		}
 	})
 
@@ -585,7 +585,7 @@ func TestSettingsDesired(t *testing.T) {
 		if !maps.Equal(f.tags, want) {
 			t.Errorf("tags = %v, want %v", f.tags, want)
 		}
-		if got := ownershipOf(f.tags, claimOf(sb), sb.UID); got != ownedByUs {
+		if got := testOwner(sb).of(f.tags); got != ownedByUs {
 			t.Errorf("bucket after configuration is %s, want ownedByUs", ownershipName(got))
 		}
 	})
@@ -618,7 +618,7 @@ func TestSettingsDesired(t *testing.T) {
 		sb := newSpecBucket()
 		sb.Spec.PublicAccess = bkv1.PublicAccessAllowed
 		f := &fakeS3{
-			tags:      ownerTags(sb),
+			tags:      testOwner(sb).tags(),
 			lifecycle: []s3.LifecycleRule{{ID: "logs", ExpirationDays: ptr.To[int32](30)}},
 			pab:       &fullBlock,
 			policy:    storedPolicy,
@@ -807,7 +807,7 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 	if err := configurePass(r, scope); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(f.writes, []string{"PutBucketTagging"}) || !maps.Equal(f.tags, ownerTags(sb)) {
+	if !slices.Equal(f.writes, []string{"PutBucketTagging"}) || !maps.Equal(f.tags, testOwner(sb).tags()) {
 		t.Errorf("drift after SyncInterval: writes %v, tags %v", f.writes, f.tags)
 	}
 }
@@ -818,3 +818,6 @@ func configurePass(r *StorageBucketReconciler, scope *bucketScope) error {
 	scope.syncing = r.syncDue(scope)
 	return r.reconcileConfiguration(context.Background(), scope)
 }
+
+// testOwner is the owner the unit tests' reconcilers (no ClusterID) write.
+func testOwner(sb *bkv1.StorageBucket) owner { return (&StorageBucketReconciler{}).ownerOf(sb) }

@@ -2,6 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,15 +26,26 @@ func ownershipName(o ownership) string {
 		return "released"
 	case ownedByOther:
 		return "ownedByOther"
+	case otherCluster:
+		return "otherCluster"
 	}
 	return fmt.Sprintf("ownership(%d)", int(o))
 }
 
 func TestOwnershipOf(t *testing.T) {
 	const (
-		claim = "team-a/data"
-		uid   = types.UID("1111-aaaa")
+		claim   = "team-a/data"
+		uid     = types.UID("1111-aaaa")
+		cluster = "cluster-1"
 	)
+	me := owner{claim: claim, uid: uid, cluster: cluster}
+	tags := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
 	tests := []struct {
 		name string
 		tags map[string]string
@@ -39,25 +53,30 @@ func TestOwnershipOf(t *testing.T) {
 	}{
 		{"nil tags", nil, unowned},
 		{"no tags", map[string]string{}, unowned},
-		{"only foreign tags", map[string]string{"team": "a", "cost-center": "42"}, unowned},
-		{"empty ownership tags count as absent", map[string]string{bkv1.TagClaim: "", bkv1.TagUID: ""}, unowned},
-		{"ours", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: string(uid)}, ownedByUs},
-		{"ours with extra tags", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: string(uid), "team": "a"}, ownedByUs},
-		{"released: claim without uid", map[string]string{bkv1.TagClaim: claim}, released},
-		{"released: claim with empty uid", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: ""}, released},
-		{"other claim with our uid", map[string]string{bkv1.TagClaim: "team-b/data", bkv1.TagUID: string(uid)}, ownedByOther},
-		{"other claim with other uid", map[string]string{bkv1.TagClaim: "team-b/data", bkv1.TagUID: "2222-bbbb"}, ownedByOther},
-		{"other claim released", map[string]string{bkv1.TagClaim: "team-b/data"}, ownedByOther},
-		{"same claim other uid (earlier incarnation or other cluster)", map[string]string{bkv1.TagClaim: claim, bkv1.TagUID: "2222-bbbb"}, ownedByOther},
-		{"uid without claim (ours)", map[string]string{bkv1.TagUID: string(uid)}, ownedByOther},
-		{"uid without claim (other)", map[string]string{bkv1.TagUID: "2222-bbbb"}, ownedByOther},
-		{"claim differs only in case", map[string]string{bkv1.TagClaim: "Team-A/data", bkv1.TagUID: string(uid)}, ownedByOther},
-		{"claim is a prefix of ours", map[string]string{bkv1.TagClaim: "team-a/dat", bkv1.TagUID: string(uid)}, ownedByOther},
+		{"only foreign tags", tags("team", "a", "cost-center", "42"), unowned},
+		{"empty ownership tags count as absent", tags(bkv1.TagClaim, "", bkv1.TagUID, "", bkv1.TagCluster, ""), unowned},
+		{"ours", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByUs},
+		{"ours with extra tags", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, cluster, "team", "a"), ownedByUs},
+		{"ours, tagged before cluster tags existed", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid)), ownedByUs},
+		{"released: claim and cluster without uid", tags(bkv1.TagClaim, claim, bkv1.TagCluster, cluster), released},
+		{"released: empty uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, "", bkv1.TagCluster, cluster), released},
+		{"same cluster and claim, uid of a deleted claim", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), released},
+		{"released without cluster tag: unknown cluster", tags(bkv1.TagClaim, claim), ownedByOther},
+		{"same claim other uid without cluster tag", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb"), ownedByOther},
+		{"other cluster, same claim and uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, "cluster-2"), otherCluster},
+		{"other cluster, released", tags(bkv1.TagClaim, claim, bkv1.TagCluster, "cluster-2"), otherCluster},
+		{"other cluster tag alone", tags(bkv1.TagCluster, "cluster-2"), otherCluster},
+		{"other claim with our uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByOther},
+		{"other claim with other uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther},
+		{"other claim released", tags(bkv1.TagClaim, "team-b/data", bkv1.TagCluster, cluster), ownedByOther},
+		{"uid without claim (other)", tags(bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther},
+		{"claim differs only in case", tags(bkv1.TagClaim, "Team-A/data", bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByOther},
+		{"claim is a prefix of ours", tags(bkv1.TagClaim, "team-a/dat", bkv1.TagUID, "x", bkv1.TagCluster, cluster), ownedByOther},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ownershipOf(tc.tags, claim, uid); got != tc.want {
-				t.Errorf("ownershipOf(%v, %q, %q) = %s, want %s", tc.tags, claim, uid, ownershipName(got), ownershipName(tc.want))
+			if got := me.of(tc.tags); got != tc.want {
+				t.Errorf("%+v.of(%v) = %s, want %s", me, tc.tags, ownershipName(got), ownershipName(tc.want))
 			}
 		})
 	}
@@ -65,38 +84,70 @@ func TestOwnershipOf(t *testing.T) {
 
 func TestOwnershipTags(t *testing.T) {
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111-aaaa"}}
-	if got := claimOf(sb); got != "team-a/data" {
-		t.Errorf("claimOf = %q, want team-a/data", got)
+	r := &StorageBucketReconciler{ClusterID: "cluster-1"}
+	me := r.ownerOf(sb)
+	tags := me.tags()
+	want := map[string]string{bkv1.TagClaim: "team-a/data", bkv1.TagUID: "1111-aaaa", bkv1.TagCluster: "cluster-1"}
+	if !maps.Equal(tags, want) {
+		t.Errorf("tags = %v, want %v", tags, want)
 	}
-	tags := ownerTags(sb)
-	want := map[string]string{bkv1.TagClaim: "team-a/data", bkv1.TagUID: "1111-aaaa"}
-	if len(tags) != len(want) || tags[bkv1.TagClaim] != want[bkv1.TagClaim] || tags[bkv1.TagUID] != want[bkv1.TagUID] {
-		t.Errorf("ownerTags = %v, want %v", tags, want)
+	// The tags written are exactly what is recognised as ours, and the released tags
+	// are what is recognised as released.
+	if got := me.of(tags); got != ownedByUs {
+		t.Errorf("of(tags) = %s, want ownedByUs", ownershipName(got))
 	}
-	// The tags ownerTags writes are exactly what ownershipOf recognises as ours, and
-	// dropping the UID (a Retain release) is what it recognises as released.
-	if got := ownershipOf(tags, claimOf(sb), sb.UID); got != ownedByUs {
-		t.Errorf("ownershipOf(ownerTags(sb)) = %s, want ownedByUs", ownershipName(got))
+	if got := me.of(me.releasedTags()); got != released {
+		t.Errorf("of(releasedTags) = %s, want released", ownershipName(got))
 	}
-	delete(tags, bkv1.TagUID)
-	if got := ownershipOf(tags, claimOf(sb), sb.UID); got != released {
-		t.Errorf("ownershipOf(ownerTags(sb) without uid) = %s, want released", ownershipName(got))
-	}
-	// A later incarnation (same namespace/name, new UID) rebinds a released bucket but
-	// not one still tagged with the earlier UID.
+	// A later incarnation (same namespace/name, new UID) of the same cluster binds the
+	// bucket again, released or not; another cluster's never.
 	next := sb.DeepCopy()
 	next.UID = "3333-cccc"
-	if got := ownershipOf(tags, claimOf(next), next.UID); got != released {
-		t.Errorf("released bucket seen by a new incarnation = %s, want released", ownershipName(got))
+	for _, tt := range []map[string]string{me.releasedTags(), me.tags()} {
+		if got := r.ownerOf(next).of(tt); got != released {
+			t.Errorf("bucket tagged %v seen by a new incarnation = %s, want released", tt, ownershipName(got))
+		}
+		other := (&StorageBucketReconciler{ClusterID: "cluster-2"}).ownerOf(next)
+		if got := other.of(tt); got != otherCluster {
+			t.Errorf("bucket tagged %v seen by another cluster = %s, want otherCluster", tt, ownershipName(got))
+		}
 	}
-	if got := ownershipOf(ownerTags(sb), claimOf(next), next.UID); got != ownedByOther {
-		t.Errorf("bucket of the earlier incarnation seen by a new one = %s, want ownedByOther", ownershipName(got))
+	// tags returns a fresh map every time: callers may modify it.
+	tags[bkv1.TagClaim] = "changed"
+	if me.tags()[bkv1.TagClaim] != "team-a/data" {
+		t.Error("tags shares its map between calls")
 	}
-	// ownerTags returns a fresh map every time: callers may modify it.
-	a := ownerTags(sb)
-	a[bkv1.TagClaim] = "changed"
-	if ownerTags(sb)[bkv1.TagClaim] != "team-a/data" {
-		t.Error("ownerTags shares its map between calls")
+}
+
+func TestClaimTagStaysWithinS3Limit(t *testing.T) {
+	long := strings.Repeat("n", 253)
+	ns := strings.Repeat("s", 63)
+	a, b := claimTag(ns, long), claimTag(ns, long[:252]+"m")
+	if len(a) > bkv1.MaxTagValueLength || len(b) > bkv1.MaxTagValueLength {
+		t.Fatalf("claim tags of %d and %d characters, limit %d", len(a), len(b), bkv1.MaxTagValueLength)
+	}
+	if a == b {
+		t.Errorf("two long claims share the tag %q", a)
+	}
+	if a != claimTag(ns, long) {
+		t.Error("claimTag is not deterministic")
+	}
+	if got := claimTag("team-a", "data"); got != "team-a/data" {
+		t.Errorf("short claim tag = %q, want team-a/data", got)
+	}
+	if !regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+@-]*$`).MatchString(a) {
+		t.Errorf("claim tag %q leaves S3's tag character set", a)
+	}
+}
+
+func TestWithoutSystemTags(t *testing.T) {
+	in := map[string]string{"aws:cloudformation:stack-name": "s", "team": "a", bkv1.TagClaim: "x/y"}
+	got := withoutSystemTags(in)
+	if want := map[string]string{"team": "a", bkv1.TagClaim: "x/y"}; !maps.Equal(got, want) {
+		t.Errorf("withoutSystemTags = %v, want %v", got, want)
+	}
+	if len(in) != 3 {
+		t.Error("withoutSystemTags modified its argument")
 	}
 }
 

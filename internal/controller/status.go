@@ -55,6 +55,19 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object, status fun
 	return nil
 }
 
+// writeNow writes the status built so far at once, for a record that must be on the
+// server before the next step acts (the intent to create a bucket). The deferred patch
+// then compares against what was written here, and the Events queued so far, whose
+// transitions this write carries, are announced now.
+func (p *statusPatcher) writeNow(ctx context.Context, obj client.Object, status func(client.Object) any) error {
+	if err := p.patch(ctx, obj, status); err != nil {
+		return err
+	}
+	p.before = obj.DeepCopyObject().(client.Object)
+	p.onCommit = nil
+	return nil
+}
+
 // setCondition sets a condition with the object's generation. SetStatusCondition keeps
 // LastTransitionTime when the status does not change, so re-setting the same verdict
 // leaves the status byte-for-byte equal and the patch above is skipped.
@@ -82,7 +95,10 @@ func truncateMessage(m string) string {
 // is building in obj must not be replaced by the server's older one.
 func patchMetadata[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
 	work := obj.DeepCopyObject().(T)
-	patch := client.MergeFrom(work.DeepCopyObject().(T))
+	// The optimistic lock matters for lists: a merge patch replaces the whole
+	// finalizers list, so one sent from a stale copy would drop a finalizer another
+	// controller added since. With the lock that patch conflicts and is retried.
+	patch := client.MergeFromWithOptions(work.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
 	mutate(work)
 	if err := c.Patch(ctx, work, patch); err != nil {
 		return err

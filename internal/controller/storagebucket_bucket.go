@@ -7,57 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
-
-// AnnotationCreatedBucket records, before CreateBucket is sent, the bucket this claim is
-// about to create. A manager that dies between creating and tagging the bucket finds an
-// untagged bucket on restart; this annotation is what tells it the bucket is its own
-// work rather than someone else's bucket that must not be adopted.
-const AnnotationCreatedBucket = "bucketkeeper.io/created-bucket"
-
-// ownership is how a bucket's tags relate to one StorageBucket.
-type ownership int
-
-const (
-	// unowned: no bucketkeeper tags at all.
-	unowned ownership = iota
-	// ownedByUs: tagged with this claim and this object's UID.
-	ownedByUs
-	// released: tagged with this claim but no UID: a Retain deletion let it go, and
-	// only a claim with the same namespace and name may bind it again.
-	released
-	// ownedByOther: tagged for another claim, or for this namespace/name with another
-	// UID (another cluster sharing the store, or an earlier object never released).
-	ownedByOther
-)
-
-func claimOf(sb *bkv1.StorageBucket) string { return sb.Namespace + "/" + sb.Name }
-
-func ownershipOf(tags map[string]string, claim string, uid types.UID) ownership {
-	tagClaim, tagUID := tags[bkv1.TagClaim], tags[bkv1.TagUID]
-	switch {
-	case tagClaim == "" && tagUID == "":
-		return unowned
-	case tagClaim != claim:
-		return ownedByOther
-	case tagUID == string(uid):
-		return ownedByUs
-	case tagUID == "":
-		return released
-	default:
-		return ownedByOther
-	}
-}
-
-// ownerTags are the tags that make a bucket this claim's.
-func ownerTags(sb *bkv1.StorageBucket) map[string]string {
-	return map[string]string{bkv1.TagClaim: claimOf(sb), bkv1.TagUID: string(sb.UID)}
-}
 
 // reconcileBucket makes sure the bucket exists and belongs to this claim. Only a bucket
 // carrying this claim's tags counts as "already done"; anything else is either adopted
@@ -85,8 +39,14 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if err != nil {
 		return asStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
 	}
-	switch ownershipOf(tags, claimOf(sb), sb.UID) {
+	me := r.ownerOf(sb)
+	switch me.of(tags) {
 	case ownedByUs:
+		if tags[bkv1.TagCluster] == "" && me.cluster != "" {
+			if err := r.tagOwner(ctx, scope, tags); err != nil { // tagged before cluster tags existed
+				return err
+			}
+		}
 		r.provisioned(scope, bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket")
 		return nil
 	case released:
@@ -96,16 +56,14 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 		r.provisioned(scope, bkv1.ReasonBucketBound, "released bucket %q bound again to this StorageBucket")
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketBound, "Bind", "bound released bucket %s", scope.bucket)
 		return nil
+	case otherCluster:
+		return terminalf(bkv1.ReasonOwnedByAnotherCluster, "bucket %q belongs to another cluster sharing this store; it is never taken over", scope.bucket)
 	case ownedByOther:
-		owner := tags[bkv1.TagClaim]
-		if owner == "" {
-			owner = "unknown"
-		}
-		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to StorageBucket %s (uid %s); it is never taken over", scope.bucket, owner, tags[bkv1.TagUID])
+		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to another StorageBucket; it is never taken over", scope.bucket)
 	}
 
 	// Unowned. Our own earlier create, interrupted before tagging, is finished now.
-	if sb.Annotations[AnnotationCreatedBucket] == scope.bucket {
+	if createIntended(sb, scope.bucket) {
 		if err := r.tagOwner(ctx, scope, tags); err != nil {
 			return err
 		}
@@ -114,7 +72,10 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 		return nil
 	}
 	if sb.Spec.Adoption != bkv1.AdoptionIfUnowned {
-		return terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over", scope.bucket)
+		return terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over, where the ObjectStore's guardrails allow adoption", scope.bucket)
+	}
+	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
+		return err
 	}
 	if err := r.tagOwner(ctx, scope, tags); err != nil {
 		return err
@@ -124,19 +85,24 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	return nil
 }
 
+// createIntended says whether this very object (not an earlier one of the same name)
+// recorded, in its status, that it was about to create bucket.
+func createIntended(sb *bkv1.StorageBucket, bucket string) bool {
+	intent := sb.Status.CreateIntent
+	return intent != nil && intent.BucketName == bucket && intent.UID == sb.UID
+}
+
 func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
 	recreating := sb.Status.BucketName == scope.bucket && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
 
-	if sb.Annotations[AnnotationCreatedBucket] != scope.bucket {
-		err := patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) {
-			if o.Annotations == nil {
-				o.Annotations = map[string]string{}
-			}
-			o.Annotations[AnnotationCreatedBucket] = scope.bucket
-		})
-		if err != nil {
-			return err
+	// Recorded in status, which tenants cannot write, and written now rather than at
+	// the end of the pass: once CreateBucket is sent, a crash or a deletion must still
+	// find the proof that the bucket is this object's work.
+	if !createIntended(sb, scope.bucket) {
+		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID}
+		if err := scope.patcher.writeNow(ctx, sb, storageBucketStatus); err != nil {
+			return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
 		}
 	}
 
@@ -169,12 +135,9 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 // tagOwner adds the ownership tags, keeping the tags already there; the configuration
 // step then brings the rest of the tags in line with the spec.
 func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketScope, existing map[string]string) error {
-	tags := maps.Clone(existing)
-	if tags == nil {
-		tags = map[string]string{}
-	}
+	tags := withoutSystemTags(existing)
 	maps.Copy(tags, scope.sb.Spec.Tags)
-	maps.Copy(tags, ownerTags(scope.sb))
+	maps.Copy(tags, r.ownerOf(scope.sb).tags())
 	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
 		return asStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
 	}

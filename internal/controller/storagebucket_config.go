@@ -44,7 +44,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 		return nil
 	}
 	var changed, unsupported, notes []string
-	for _, s := range desiredSettings(sb) {
+	for _, s := range desiredSettings(sb, r.ownerOf(sb)) {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
@@ -76,7 +76,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 
 // desiredSettings lists the settings of a spec. Versioning unset means unmanaged: S3
 // cannot turn versioning off, only suspend it, so the operator leaves it alone.
-func desiredSettings(sb *bkv1.StorageBucket) []setting {
+func desiredSettings(sb *bkv1.StorageBucket, me owner) []setting {
 	var out []setting
 	if sb.Spec.Versioning != "" {
 		out = append(out, setting{name: "versioning", apply: versioningSetting(s3.VersioningStatus(sb.Spec.Versioning))})
@@ -85,7 +85,7 @@ func desiredSettings(sb *bkv1.StorageBucket) []setting {
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	maps.Copy(tags, ownerTags(sb))
+	maps.Copy(tags, me.tags())
 	out = append(out,
 		setting{name: "tags", apply: tagsSetting(tags)},
 		setting{name: "lifecycle", apply: lifecycleSetting(lifecycleRules(sb.Spec.Lifecycle))},
@@ -105,10 +105,12 @@ func versioningSetting(want s3.VersioningStatus) func(context.Context, s3.Client
 	}
 }
 
+// tagsSetting leaves the store's own tags (aws:...) out of both the comparison and the
+// write: they cannot be sent back, and the store keeps them.
 func tagsSetting(want map[string]string) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
 		have, err := c.GetBucketTagging(ctx, bucket)
-		if err != nil || maps.Equal(have, want) {
+		if err != nil || maps.Equal(withoutSystemTags(have), want) {
 			return false, err
 		}
 		return true, c.PutBucketTagging(ctx, bucket, want)
@@ -183,10 +185,7 @@ func publicAccessSetting(blocked bool) func(context.Context, s3.Client, string) 
 // policySetting compares policies as documents, not text: stores reformat them (key
 // order, whitespace, one-element arrays).
 func policySetting(spec *apiextensionsv1.JSON) func(context.Context, s3.Client, string) (bool, error) {
-	want := ""
-	if spec != nil && len(spec.Raw) > 0 && string(spec.Raw) != "null" {
-		want = string(spec.Raw)
-	}
+	want := policyDocument(spec)
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
 		have, err := c.GetBucketPolicy(ctx, bucket)
 		if err != nil {
@@ -206,4 +205,12 @@ func policySetting(spec *apiextensionsv1.JSON) func(context.Context, s3.Client, 
 		}
 		return true, c.PutBucketPolicy(ctx, bucket, want)
 	}
+}
+
+// policyDocument is the spec's policy as a document, or "" when there is none.
+func policyDocument(spec *apiextensionsv1.JSON) string {
+	if spec == nil || len(spec.Raw) == 0 || string(spec.Raw) == "null" {
+		return ""
+	}
+	return string(spec.Raw)
 }

@@ -40,6 +40,9 @@ type StorageBucketReconciler struct {
 	Recorder events.EventRecorder
 	Stores   *StoreRegistry
 	Clock    clock.PassiveClock
+	// ClusterID goes into every bucket's ownership tags, so that several clusters
+	// sharing a store never touch each other's buckets (see bkv1.TagCluster).
+	ClusterID string
 	// SyncInterval is how often bucket and configuration are re-read from the store to
 	// correct drift made outside the operator.
 	SyncInterval time.Duration
@@ -56,11 +59,12 @@ type StorageBucketReconciler struct {
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
 type bucketScope struct {
-	sb     *bkv1.StorageBucket
-	store  *bkv1.ObjectStore
-	s3     s3.Client
-	bucket string
-	region string
+	sb      *bkv1.StorageBucket
+	patcher *statusPatcher
+	store   *bkv1.ObjectStore
+	s3      s3.Client
+	bucket  string
+	region  string
 	// syncing: bucket and configuration are checked against the store in this pass
 	// (see syncDue); otherwise the last verdict stands.
 	syncing bool
@@ -83,7 +87,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	patcher := newStatusPatcher(r.Client, sb, r.statusWritten)
 	defer func() {
-		if err := patcher.patch(ctx, sb, func(o client.Object) any { return o.(*bkv1.StorageBucket).Status }); err != nil && retErr == nil {
+		if err := patcher.patch(ctx, sb, storageBucketStatus); err != nil && retErr == nil {
 			retErr = err
 		}
 	}()
@@ -110,7 +114,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // reconcileNormal runs the sub-reconcilers in order; each needs what the one before
 // established. The summary conditions are computed from whatever they reached.
 func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
-	scope := &bucketScope{sb: sb}
+	scope := &bucketScope{sb: sb, patcher: patcher}
 	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
 		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
 	}
@@ -120,6 +124,7 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 		run              func(context.Context, *bucketScope) error
 	}{
 		{bkv1.ConditionProvisioned, "checking the ObjectStore", r.reconcileStore},
+		{bkv1.ConditionReady, "checking the ObjectStore's guardrails", r.reconcileGuardrails},
 		{bkv1.ConditionProvisioned, "provisioning the bucket", r.reconcileBucket},
 		{bkv1.ConditionConfigured, "configuring the bucket", r.reconcileConfiguration},
 		{bkv1.ConditionReady, "writing the connection Secret", r.reconcileConnectionSecret},
@@ -231,22 +236,34 @@ func (r *StorageBucketReconciler) checkNamespaceAllowed(ctx context.Context, sto
 	if store.Spec.AllowedNamespaces == nil {
 		return nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(store.Spec.AllowedNamespaces)
+	ok, err := r.namespaceSelected(ctx, store.Spec.AllowedNamespaces, namespace)
 	if err != nil {
 		return terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
 	}
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
-		return err
-	}
-	if !selector.Matches(labels.Set(ns.Labels)) {
-		return terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces: %s)", namespace, store.Name, selector)
+	if !ok {
+		return terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces)", namespace, store.Name)
 	}
 	return nil
 }
 
+// namespaceSelected says whether the namespace's labels match sel. Namespaces are
+// cluster-scoped and their labels are the platform team's, not the tenant's.
+func (r *StorageBucketReconciler) namespaceSelected(ctx context.Context, sel *metav1.LabelSelector, namespace string) (bool, error) {
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+		return false, err
+	}
+	return selector.Matches(labels.Set(ns.Labels)), nil
+}
+
 // storeHealth reads the verdict of the store's own health check, so that when a store is
-// down its buckets say so without each sending a failing request of its own.
+// down its buckets say so without each sending a failing request of its own. The store's
+// message (endpoint addresses, TLS chain text) is the platform team's to read: tenants
+// see the reason and where to look, not the store's internals.
 func storeHealth(store *bkv1.ObjectStore) error {
 	ready := findCondition(store.Status.Conditions, bkv1.ConditionReady)
 	switch {
@@ -255,11 +272,11 @@ func storeHealth(store *bkv1.ObjectStore) error {
 	case ready.Status == metav1.ConditionTrue:
 		return nil
 	case ready.Reason == bkv1.ReasonStoreUnreachable:
-		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable: %s", store.Name, ready.Message)
+		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable; its status has the details", store.Name)
 	case ready.Reason == bkv1.ReasonCredentialsMissing, ready.Reason == bkv1.ReasonCredentialsInvalid, ready.Reason == bkv1.ReasonTLSError:
-		return terminalf(ready.Reason, "ObjectStore %q: %s", store.Name, ready.Message)
+		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
 	default:
-		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready: %s", store.Name, ready.Message)
+		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready (%s); its status has the details", store.Name, ready.Reason)
 	}
 }
 
@@ -275,6 +292,8 @@ func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
 		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
 	}
 }
+
+func storageBucketStatus(o client.Object) any { return o.(*bkv1.StorageBucket).Status }
 
 func (r *StorageBucketReconciler) statusWritten() {
 	if r.OnStatusWrite != nil {

@@ -36,7 +36,7 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 		if se.Reason == bkv1.ReasonBucketNotEmpty {
 			r.warnDeletionBlocked(patcher, sb, se)
 		}
-		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message)
+		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message+abandonHint)
 		if se.Terminal {
 			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 		}
@@ -52,6 +52,9 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
+// abandonHint ends every message of a blocked deletion with the way out.
+var abandonHint = fmt.Sprintf("; to abandon the bucket instead, annotate this StorageBucket %s=%s", bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
+
 func (r *StorageBucketReconciler) warnDeletionBlocked(patcher *statusPatcher, sb *bkv1.StorageBucket, se *stepError) {
 	if c := findCondition(sb.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == se.Reason {
 		return
@@ -59,20 +62,65 @@ func (r *StorageBucketReconciler) warnDeletionBlocked(patcher *statusPatcher, sb
 	patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message) })
 }
 
-// deleteExternal returns true once nothing more needs doing on the store.
-func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket) (bool, error) {
-	bucket := sb.Status.BucketName
-	if bucket == "" {
-		return true, nil // ownership of a bucket was never established
+// knownBucket is the bucket this object knows it bound or set out to create: status
+// first, then the create intent this very object recorded. Neither lives where a
+// tenant can write.
+func knownBucket(sb *bkv1.StorageBucket) string {
+	if sb.Status.BucketName != "" {
+		return sb.Status.BucketName
 	}
+	if intent := sb.Status.CreateIntent; intent != nil && intent.UID == sb.UID {
+		return intent.BucketName
+	}
+	return ""
+}
+
+// deleteExternal returns true once nothing more needs doing on the store. It finds the
+// bucket from status, the create intent, or (when a first pass was cut short before
+// either was written) the name the claim would use, and acts only on a bucket whose tags
+// say it is this object's, or that this object's intent proves it created.
+func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket) (bool, error) {
+	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketAbandoned", "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
+			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
+		return true, nil
+	}
+	known := knownBucket(sb)
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store, or remove the finalizer %s by hand to abandon the bucket",
-				sb.Spec.ObjectStoreRef.Name, bucket, deletionVerb(sb.Spec.DeletionPolicy), bkv1.Finalizer)
+		if !apierrors.IsNotFound(err) {
+			return false, err
 		}
-		return false, err
+		if known == "" || sb.Spec.DeletionPolicy == bkv1.DeletionPolicyRetain || sb.Spec.DeletionPolicy == "" {
+			return true, nil // nothing was made, or nothing was to be deleted
+		}
+		return false, terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
+			sb.Spec.ObjectStoreRef.Name, known, deletionVerb(sb.Spec.DeletionPolicy))
 	}
+	bucket := known
+	if bucket == "" {
+		bucket = bucketNameFor(sb, store)
+	}
+	policy := sb.Spec.DeletionPolicy
+	if !store.Spec.Guardrails.DeletionPolicyAllowed(policy) {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonDeletionPolicyNotAllowed, "Delete",
+			"deletionPolicy %s is not allowed on ObjectStore %s; the bucket is retained", policy, store.Name)
+		policy = bkv1.DeletionPolicyRetain
+	}
+
+	done, err := r.deleteOwnedBucket(ctx, sb, store, bucket, policy)
+	if err != nil && (policy == bkv1.DeletionPolicyRetain || policy == "") {
+		// Retain never blocks on the store: the bucket stays either way, and a later
+		// claim of the same cluster, namespace and name binds it again (see released).
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s is retained; releasing it on the store failed (%s)",
+			bucket, asStepError(err, "releasing").Reason)
+		return true, nil
+	}
+	return done, err
+}
+
+// deleteOwnedBucket carries out policy on bucket if it is this object's.
+func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
 		return false, err
@@ -87,12 +135,21 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 	if err != nil {
 		return false, asStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
 	}
-	if ownershipOf(tags, claimOf(sb), sb.UID) != ownedByUs {
+	me := r.ownerOf(sb)
+	switch me.of(tags) {
+	case ownedByUs:
+	case unowned:
+		if !createIntended(sb, bucket) {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketLeftAlone", "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
+			return true, nil
+		}
+		// Created by this object, which was deleted or stopped before tagging it.
+	default:
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketLeftAlone", "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
 		return true, nil
 	}
 
-	switch sb.Spec.DeletionPolicy {
+	switch policy {
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, c, bucket)
 	case bkv1.DeletionPolicyPurge:
@@ -103,10 +160,11 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 }
 
 // releaseBucket keeps the bucket but drops this object's UID from its tags, so that only
-// a new StorageBucket with the same namespace and name can bind it again.
+// a new StorageBucket of this cluster with the same namespace and name binds it again.
 func (r *StorageBucketReconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string, tags map[string]string) (bool, error) {
-	released := maps.Clone(tags)
+	released := withoutSystemTags(tags)
 	delete(released, bkv1.TagUID)
+	maps.Copy(released, r.ownerOf(sb).releasedTags())
 	if err := c.PutBucketTagging(ctx, bucket, released); err != nil {
 		return false, asStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
 	}
@@ -121,7 +179,7 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 		return true, nil
 	case s3.KindNotEmpty:
 		return false, &stepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
-			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy Delete only deletes empty buckets: empty it, or set deletionPolicy: Purge", bucket)}
+			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy %s deletes only an empty bucket", bucket, sb.Spec.DeletionPolicy)}
 	}
 	if err != nil {
 		return false, asStepError(err, fmt.Sprintf("deleting bucket %q", bucket))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -88,6 +89,12 @@ type Options struct {
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
 
+	// ClusterID is written into every bucket's ownership tags (bucketkeeper.io/cluster)
+	// so that clusters sharing a store never touch each other's buckets. Empty means
+	// the UID of the kube-system namespace, which is stable for a cluster's lifetime
+	// and differs between clusters.
+	ClusterID string
+
 	// S3Factory builds store clients (default s3.New). Tests wrap it.
 	S3Factory s3.Factory
 	// S3Observer, if set, sees every S3 request besides the metrics.
@@ -133,6 +140,13 @@ func Scheme() *runtime.Scheme {
 func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	opts.defaults()
 	metrics.Register()
+	if opts.ClusterID == "" {
+		id, err := DefaultClusterID(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.ClusterID = id
+	}
 
 	// Only Secrets the operator labels are cached: the connection Secrets it writes and
 	// the credentials Secrets stores name. Never every Secret in the cluster.
@@ -262,6 +276,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Stores:        stores,
 		Clock:         opts.Clock,
 		SyncInterval:  opts.SyncInterval,
+		ClusterID:     opts.ClusterID,
 		OnStatusWrite: metrics.ObserveStatusWrite,
 		Prober:        prober,
 		ProbeEvents:   probeEvents,
@@ -293,6 +308,22 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// DefaultClusterID is the UID of the kube-system namespace: every cluster has one, it
+// never changes while the cluster lives, and two clusters never share it.
+func DefaultClusterID(cfg *rest.Config) (string, error) {
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace for the default --cluster-id: %w", err)
+	}
+	return string(ns.UID), nil
 }
 
 // metricsOptions serves metrics on opts.MetricsBindAddress; with MetricsSecure over

@@ -1,0 +1,14 @@
+package controller
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// PatchStorageBucketMetadata exposes patchMetadata to the black-box tests.
+func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBucket)) error {
+	return patchMetadata(ctx, c, sb, mutate)
+}
