@@ -115,7 +115,7 @@ type fixture struct {
 // credsNamespace (the test's own namespace when empty). At the end of the test it
 // deletes every StorageBucket, waits for the operator to carry out their deletion
 // policy, then deletes the store.
-func newFixture(t *testing.T, credsNamespace string) *fixture {
+func newFixture(t *testing.T, credsNamespace string, mutate ...func(*bkv1.ObjectStore)) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
@@ -130,7 +130,7 @@ func newFixture(t *testing.T, credsNamespace string) *fixture {
 		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey},
 	}
 	must(t, k8s.Create(ctx, secret))
-	must(t, k8s.Create(ctx, &bkv1.ObjectStore{
+	store := &bkv1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: f.store},
 		Spec: bkv1.ObjectStoreSpec{
 			Endpoint:             seaweed.Endpoint,
@@ -139,7 +139,11 @@ func newFixture(t *testing.T, credsNamespace string) *fixture {
 			CredentialsSecretRef: &bkv1.SecretReference{Namespace: credsNamespace, Name: secret.Name},
 			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 5 * time.Second}},
 		},
-	}))
+	}
+	for _, m := range mutate {
+		m(store)
+	}
+	must(t, k8s.Create(ctx, store))
 	t.Cleanup(func() {
 		f.cleanup()
 		_ = k8s.Delete(context.Background(), secret)
