@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,21 @@ func TestDefaultsAreApplied(t *testing.T) {
 	if store.Spec.Region != "us-east-1" || store.Spec.RequestsPerSecond != 50 || store.Spec.Burst != 100 ||
 		store.Spec.HealthCheck.Interval == nil || store.Spec.HealthCheck.Interval.Duration.String() != "30s" {
 		t.Errorf("store defaults: %+v", store.Spec)
+	}
+	// The guardrails default to safe: no adoption, prefix enforced, nothing public.
+	g := store.Spec.Guardrails
+	if g.AdoptionAllowedNamespaces != nil || g.AllowAnyBucketName || g.AllowPublicBuckets ||
+		!slices.Equal(g.AllowedDeletionPolicies, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}) {
+		t.Errorf("guardrail defaults: %+v", g)
+	}
+
+	// S3's tag character set: letters of any script, digits, spaces and _ . : / = + - @.
+	tagged := &bkv1.StorageBucket{}
+	tagged.Namespace, tagged.Name = sb.Namespace, "s3-tag-charset"
+	tagged.Spec.ObjectStoreRef.Name = "local"
+	tagged.Spec.Tags = map[string]string{"cost center": "Zürich 42", "team_a.b:c/d=e+f-g@h": "ok"}
+	if err := k8s.Create(ctx, tagged); err != nil {
+		t.Errorf("tags within S3's character set were refused: %v", err)
 	}
 }
 

@@ -90,7 +90,10 @@ func TestStorageBucketAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"probe timeout not shorter than interval", with(validBucketSpec(), "probe", map[string]any{"interval": "1m", "timeout": "2m"}), "probe.timeout must be shorter than probe.interval"},
 		{"probe timeout below 1s", with(validBucketSpec(), "probe", map[string]any{"timeout": "500ms"}), "probe.timeout must be at least 1s"},
 		{"probe interval that is no duration", with(validBucketSpec(), "probe", map[string]any{"interval": "soon"}), "must be a duration such as 30s, 5m or 1h"},
-		{"more than 50 tags", with(validBucketSpec(), "tags", manyTags(51)), "spec.tags: Too many: 51: must have at most 50 items"},
+		{"more than 47 tags (S3's 50 less bucketkeeper's 3)", with(validBucketSpec(), "tags", manyTags(48)), "spec.tags: Too many: 48: must have at most 47 items"},
+		{"tag key outside S3's character set", with(validBucketSpec(), "tags", map[string]any{"team#1": "a"}), "the S3 tag character set"},
+		{"tag value outside S3's character set", with(validBucketSpec(), "tags", map[string]any{"team": "a<b>"}), "the S3 tag character set"},
+		{"policy without a Statement", with(validBucketSpec(), "policy", map[string]any{"Version": "2012-10-17"}), "policy must be a JSON object with a Statement"},
 		{"tag key too long", with(validBucketSpec(), "tags", map[string]any{strings.Repeat("k", 129): "v"}), "tag keys must be 1 to 128 characters long"},
 		{"tag value too long", with(validBucketSpec(), "tags", map[string]any{"k": strings.Repeat("v", 257)}), "tag values must be at most 256 characters long"},
 		{"reserved bucketkeeper tag", with(validBucketSpec(), "tags", map[string]any{"bucketkeeper.io/claim": "x/y"}), "tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"},
@@ -174,6 +177,9 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"bucket name prefix with underscore", spec{"bucketNamePrefix": "Dev_"}, "bucketNamePrefix may contain only lowercase letters, digits and '-'"},
 		{"credentials ref without name", spec{"credentialsSecretRef": map[string]any{"namespace": "ops"}}, "spec.credentialsSecretRef.name: Required value"},
 		{"credentials ref without namespace", spec{"applicationCredentialsSecretRef": map[string]any{"name": "creds"}}, "spec.applicationCredentialsSecretRef.namespace: Required value"},
+		{"deletion policies without Retain", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Delete"}}}, "guardrails.allowedDeletionPolicies must include Retain"},
+		{"unknown deletion policy in guardrails", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Retain", "Shred"}}}, `supported values: "Retain", "Delete", "Purge"`},
+		{"bad adoption selector", spec{"guardrails": map[string]any{"adoptionAllowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Maybe"}}}}}, "guardrails.adoptionAllowedNamespaces.matchExpressions[].operator must be one of"},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {
