@@ -58,6 +58,12 @@ func asStepError(err error, doing string) *stepError {
 		return &stepError{Reason: bkv1.ReasonForbidden, Message: fmt.Sprintf("%s: the operator lacks a permission: %v", doing, err), Err: err}
 	}
 	msg := fmt.Sprintf("%s: %v", doing, err)
+	var s3err *s3.Error
+	if errors.As(err, &s3err) && (s3err.Kind == s3.KindUnreachable || s3err.Kind == s3.KindTimeout || s3err.Kind == s3.KindTLS) {
+		// Tenants read this message; the store's addresses and TLS details stay in
+		// the ObjectStore's status and the logs.
+		msg = fmt.Sprintf("%s: %s; the ObjectStore's status has the details", doing, s3err.Summary())
+	}
 	out := &stepError{Message: msg, Err: err}
 	switch s3.KindOf(err) {
 	case s3.KindInvalidCredentials:

@@ -183,7 +183,11 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 	default:
 		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
 		removeCondition(conds, bkv1.ConditionStalled)
-		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", err.Message)
+		detail := err.Message
+		if err.Err != nil {
+			detail = err.Err.Error() // the full text, which the condition may shorten for tenants
+		}
+		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", detail)
 		return ctrl.Result{}, err
 	}
 }

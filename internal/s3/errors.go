@@ -308,16 +308,33 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
+	b := e.summary()
+	if e.msg != "" {
+		b.WriteString(": ")
+		b.WriteString(e.msg)
+	}
+	return b.String()
+}
+
+// Summary is the error without its cause text: operation, bucket, kind and status.
+// The cause of a network or TLS failure names the store's addresses and certificate
+// chain, which belong to the store's admin; a tenant's condition shows the summary.
+func (e *Error) Summary() string {
+	b := e.summary()
+	return b.String()
+}
+
+func (e *Error) summary() *strings.Builder {
+	b := &strings.Builder{}
 	b.WriteString("s3 ")
 	b.WriteString(e.Op)
 	if e.Bucket != "" {
-		fmt.Fprintf(&b, " bucket %q", e.Bucket)
+		fmt.Fprintf(b, " bucket %q", e.Bucket)
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, " key %q", e.Key)
+		fmt.Fprintf(b, " key %q", e.Key)
 	}
-	fmt.Fprintf(&b, ": %s", e.Kind)
+	fmt.Fprintf(b, ": %s", e.Kind)
 	if e.Code != "" || e.StatusCode != 0 {
 		b.WriteString(" (")
 		if e.Code != "" {
@@ -327,15 +344,11 @@ func (e *Error) Error() string {
 			}
 		}
 		if e.StatusCode != 0 {
-			fmt.Fprintf(&b, "HTTP %d", e.StatusCode)
+			fmt.Fprintf(b, "HTTP %d", e.StatusCode)
 		}
 		b.WriteString(")")
 	}
-	if e.msg != "" {
-		b.WriteString(": ")
-		b.WriteString(e.msg)
-	}
-	return b.String()
+	return b
 }
 
 // Unwrap exposes the SDK error for errors.Is/As (context errors, smithy
