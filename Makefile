@@ -74,8 +74,9 @@ test: verify ## Run every test against the real peers (built on first use).
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: fuzz
-fuzz: ## Short fuzzing runs of the bucket-name derivation and the webhook handler.
+fuzz: ## Short fuzzing runs of the bucket-name derivation, the policy guardrail and the webhook handler.
 	$(GO) test -run '^$$' -fuzz FuzzBucketName -fuzztime 15s ./internal/naming/
+	$(GO) test -run '^$$' -fuzz FuzzInspectPolicy -fuzztime 10s ./internal/guardrail/
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 15s ./internal/receiver/
 
 .PHONY: dev

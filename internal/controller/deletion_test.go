@@ -2,11 +2,16 @@ package controller_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -128,4 +133,64 @@ func TestStoreDeletionWaitsForItsBuckets(t *testing.T) {
 	must(t, k8s.Delete(f.ctx, sb))
 	f.waitGone(sb)
 	f.waitGone(store)
+}
+
+// TestDeletionWhenTheStoreRefusesUs: with the operator's credentials revoked, a Retain
+// claim is deleted at once (the bucket stays, as it would anyway); a Delete claim waits
+// and says how to abandon the bucket, and the Orphan annotation lets it go without
+// touching the store. Once the credentials are back, new claims of the same namespace
+// and names bind both buckets again.
+func TestDeletionWhenTheStoreRefusesUs(t *testing.T) {
+	f := newFixture(t, seaweed)
+	kept := f.bucket("kept")
+	doomed := f.bucket("doomed", func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })
+	keptBucket := f.waitCondition(kept, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady).Status.BucketName
+	doomedBucket := f.waitCondition(doomed, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady).Status.BucketName
+
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "store-credentials"}, secret))
+	secret.Data[controller.KeySecretAccessKey] = []byte("revoked-secret-value")
+	must(t, k8s.Update(f.ctx, secret))
+	store := &bkv1.ObjectStore{}
+	f.eventually(60*time.Second, "the store to see the revoked credentials", func() error {
+		must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store))
+		if c := findStoreCond(store, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonCredentialsInvalid {
+			return errf("store conditions %v", store.Status.Conditions)
+		}
+		return nil
+	})
+
+	must(t, k8s.Delete(f.ctx, f.get(kept)))
+	must(t, k8s.Delete(f.ctx, f.get(doomed)))
+	f.waitGone(kept)
+	f.eventually(60*time.Second, "the Delete claim to wait with the way out", func() error {
+		cur := f.get(doomed)
+		if c := findCond(cur, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonCredentialsInvalid ||
+			!strings.Contains(c.Message, bkv1.AnnotationDeletionPolicy+"="+bkv1.DeletionPolicyOrphan) {
+			return errf("conditions %s", describe(cur.Status.Conditions))
+		}
+		return nil
+	})
+	cur := f.get(doomed)
+	cur.Annotations = map[string]string{bkv1.AnnotationDeletionPolicy: bkv1.DeletionPolicyOrphan}
+	must(t, k8s.Update(f.ctx, cur))
+	f.waitGone(doomed)
+	for _, b := range []string{keptBucket, doomedBucket} {
+		if _, err := f.admin.HeadBucket(f.ctx, b); err != nil {
+			t.Fatalf("bucket %s is gone after its claim was deleted without reaching the store: %v", b, err)
+		}
+	}
+
+	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(secret), secret))
+	secret.Data[controller.KeySecretAccessKey] = []byte(seaweed.SecretAccessKey)
+	must(t, k8s.Update(f.ctx, secret))
+	for name, bucket := range map[string]string{"kept": keptBucket, "doomed": doomedBucket} {
+		again := f.bucket(name, func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })
+		if got := f.waitCondition(again, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady); got.Status.BucketName != bucket {
+			t.Errorf("new claim %s bound %q, want the earlier claim's %q", name, got.Status.BucketName, bucket)
+		}
+	}
+	if log := logs.String(); strings.Contains(log, "revoked-secret-value") {
+		t.Fatal("a credential value appears in the manager log")
+	}
 }
