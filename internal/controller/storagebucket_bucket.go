@@ -109,10 +109,13 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
 	switch s3.KindOf(err) {
 	case s3.KindBucketNameTaken:
+		sb.Status.CreateIntent = nil // nothing was created
 		return terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
 	case s3.KindAlreadyOwnedByYou:
-		// Created by these credentials between our HEAD and CREATE: decide by tags, as
-		// for any existing bucket, on the next pass.
+		// Created by someone else with these credentials between our HEAD and CREATE:
+		// not our work, so the intent goes, and the next pass decides by tags as for
+		// any existing bucket.
+		sb.Status.CreateIntent = nil
 		return asStepError(err, fmt.Sprintf("bucket %q appeared while creating it", scope.bucket))
 	}
 	if err != nil {

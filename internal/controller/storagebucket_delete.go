@@ -109,9 +109,12 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 	}
 
 	done, err := r.deleteOwnedBucket(ctx, sb, store, bucket, policy)
-	if err != nil && (policy == bkv1.DeletionPolicyRetain || policy == "") {
+	if err != nil && (known == "" || policy == bkv1.DeletionPolicyRetain || policy == "") {
 		// Retain never blocks on the store: the bucket stays either way, and a later
 		// claim of the same cluster, namespace and name binds it again (see released).
+		// Nor does a claim that never recorded a bucket (refused, or of another
+		// account): only a status write lost after tagging leaves one behind, and the
+		// same rule binds it again.
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s is retained; releasing it on the store failed (%s)",
 			bucket, asStepError(err, "releasing").Reason)
 		return true, nil
