@@ -115,7 +115,7 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 		// Nor does a claim that never recorded a bucket (refused, or of another
 		// account): only a status write lost after tagging leaves one behind, and the
 		// same rule binds it again.
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s is retained; releasing it on the store failed (%s)",
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
 			bucket, asStepError(err, "releasing").Reason)
 		return true, nil
 	}
