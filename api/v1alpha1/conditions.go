@@ -72,6 +72,8 @@ const (
 	// ReasonDeletionPolicyNotAllowed: the deletionPolicy is not among the store's
 	// guardrails.allowedDeletionPolicies.
 	ReasonDeletionPolicyNotAllowed = "DeletionPolicyNotAllowed"
+	// ReasonInvalidTags: a spec.tags key or value leaves S3's tag character set.
+	ReasonInvalidTags = "InvalidTags"
 	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
 	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
 )

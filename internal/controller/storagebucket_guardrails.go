@@ -25,12 +25,15 @@ func (r *StorageBucketReconciler) reconcileGuardrails(_ context.Context, scope *
 		return terminalf(bkv1.ReasonDeletionPolicyNotAllowed, "deletionPolicy %s is not among ObjectStore %q's guardrails.allowedDeletionPolicies %v",
 			sb.Spec.DeletionPolicy, store.Name, rails.AllowedDeletionPolicies)
 	}
+	var refused *guardrail.PolicyError
+	if err := guardrail.CheckTags(sb.Spec.Tags); errors.As(err, &refused) {
+		return terminalf(bkv1.ReasonInvalidTags, "%s", refused.Message)
+	}
 	if sb.Spec.PublicAccess == bkv1.PublicAccessAllowed && !rails.AllowPublicBuckets {
 		return terminalf(bkv1.ReasonPublicAccessNotAllowed, "publicAccess: Allowed needs ObjectStore %q's guardrails.allowPublicBuckets", store.Name)
 	}
 	if raw := policyDocument(sb.Spec.Policy); raw != "" {
 		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket)
-		var refused *guardrail.PolicyError
 		if errors.As(err, &refused) {
 			return terminalf(bkv1.ReasonPolicyNotAllowed, "%s", refused.Message)
 		}

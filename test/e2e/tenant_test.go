@@ -143,6 +143,7 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 		{"public-policy", bkv1.ReasonPublicAccessNotAllowed, func(sb *bkv1.StorageBucket) {
 			sb.Spec.Policy = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, public, naming.BucketName(prefix, sb.Namespace, sb.Name))}
 		}},
+		{"tag-charset", bkv1.ReasonInvalidTags, func(sb *bkv1.StorageBucket) { sb.Spec.Tags = map[string]string{"team": "<script>"} }},
 		{"public-access", bkv1.ReasonPublicAccessNotAllowed, func(sb *bkv1.StorageBucket) { sb.Spec.PublicAccess = bkv1.PublicAccessAllowed }},
 		{"policy-on-admin-bucket", bkv1.ReasonPolicyNotAllowed, func(sb *bkv1.StorageBucket) {
 			sb.Spec.Policy = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, elsewhere, outside.name, outside.name)}
