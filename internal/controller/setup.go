@@ -71,7 +71,7 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // credentials and namespaces its verdicts depend on.
 func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt))).
+		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt, bkv1.AnnotationDeletionPolicy))).
 		Owns(&corev1.Secret{}).
 		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(credentialsSecret())).
