@@ -59,7 +59,12 @@ func TestAsStepErrorKinds(t *testing.T) {
 				if !errors.Is(se, raw) {
 					t.Error("stepError does not wrap the S3 error")
 				}
-				if want := "checking bucket: " + err.Error(); se.Message != want || se.Error() != want {
+				want := "checking bucket: " + err.Error()
+				if tc.kind == s3.KindUnreachable || tc.kind == s3.KindTimeout || tc.kind == s3.KindTLS {
+					// A network or TLS cause names the store's internals: tenants see the summary.
+					want = "checking bucket: " + raw.Summary() + "; the ObjectStore's status has the details"
+				}
+				if se.Message != want || se.Error() != want {
 					t.Errorf("message = %q / Error() = %q, want %q", se.Message, se.Error(), want)
 				}
 			})
@@ -142,6 +147,9 @@ func TestStoreHealth(t *testing.T) {
 		waiting  bool
 		mentions []string
 	}
+	// The store's own message names its internals (addresses, TLS chains): a bucket's
+	// condition gives the reason and points to the store, never the message itself.
+	const internals = "INTERNAL-10.0.0.7"
 	tests := []struct {
 		name  string
 		conds []metav1.Condition
@@ -157,18 +165,18 @@ func TestStoreHealth(t *testing.T) {
 			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
 		{"Ready True", ready(metav1.ConditionTrue, bkv1.ReasonReady, "ok", gen),
 			want{ok: true}},
-		{"StoreUnreachable", ready(metav1.ConditionFalse, bkv1.ReasonStoreUnreachable, "connection refused", gen),
-			want{reason: bkv1.ReasonStoreUnreachable, waiting: true, mentions: []string{"unreachable", "connection refused"}}},
-		{"CredentialsInvalid", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsInvalid, "rejected", gen),
-			want{reason: bkv1.ReasonCredentialsInvalid, terminal: true, mentions: []string{"rejected"}}},
-		{"CredentialsMissing", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsMissing, "no Secret", gen),
-			want{reason: bkv1.ReasonCredentialsMissing, terminal: true, mentions: []string{"no Secret"}}},
-		{"TLSError", ready(metav1.ConditionFalse, bkv1.ReasonTLSError, "unknown authority", gen),
-			want{reason: bkv1.ReasonTLSError, terminal: true, mentions: []string{"unknown authority"}}},
-		{"other reason (InUse)", ready(metav1.ConditionFalse, bkv1.ReasonInUse, "deletion waits", gen),
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", "deletion waits"}}},
-		{"Unknown status", ready(metav1.ConditionUnknown, bkv1.ReasonProgressing, "checking", gen),
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", "checking"}}},
+		{"StoreUnreachable", ready(metav1.ConditionFalse, bkv1.ReasonStoreUnreachable, "connection refused "+internals, gen),
+			want{reason: bkv1.ReasonStoreUnreachable, waiting: true, mentions: []string{"unreachable", "its status"}}},
+		{"CredentialsInvalid", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsInvalid, "rejected "+internals, gen),
+			want{reason: bkv1.ReasonCredentialsInvalid, terminal: true, mentions: []string{bkv1.ReasonCredentialsInvalid, "its status"}}},
+		{"CredentialsMissing", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsMissing, "no Secret "+internals, gen),
+			want{reason: bkv1.ReasonCredentialsMissing, terminal: true, mentions: []string{bkv1.ReasonCredentialsMissing, "its status"}}},
+		{"TLSError", ready(metav1.ConditionFalse, bkv1.ReasonTLSError, "unknown authority "+internals, gen),
+			want{reason: bkv1.ReasonTLSError, terminal: true, mentions: []string{bkv1.ReasonTLSError, "its status"}}},
+		{"other reason (InUse)", ready(metav1.ConditionFalse, bkv1.ReasonInUse, "deletion waits "+internals, gen),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", bkv1.ReasonInUse}}},
+		{"Unknown status", ready(metav1.ConditionUnknown, bkv1.ReasonProgressing, "checking "+internals, gen),
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"not ready", bkv1.ReasonProgressing}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,6 +200,9 @@ func TestStoreHealth(t *testing.T) {
 				if !strings.Contains(se.Message, m) {
 					t.Errorf("message %q does not mention %q", se.Message, m)
 				}
+			}
+			if strings.Contains(se.Message, internals) {
+				t.Errorf("message %q copies the store's own message", se.Message)
 			}
 			// Whatever the verdict, asStepError keeps it (the caller's conversion).
 			if again := asStepError(err, "x"); again != se {

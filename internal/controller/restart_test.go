@@ -129,11 +129,18 @@ func TestClaimDeletedMidFirstPass(t *testing.T) {
 				t.Fatalf("bucket %s still exists after its claim (deletionPolicy Delete) is gone: %v", bucket, err)
 			}
 
-			again := f.bucket("first-pass", func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} })
+			again := f.bucket("first-pass", func(sb *bkv1.StorageBucket) {
+				sb.Labels = map[string]string{isolatedLabel: "true"}
+				sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete
+			})
 			got := f.waitCondition(again, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 			if got.Status.BucketName != bucket {
 				t.Fatalf("the new claim has bucket %q, want %q", got.Status.BucketName, bucket)
 			}
+			// Only this manager sees the claim, so it must also finish its deletion:
+			// the next interrupted manager must find no other claim to act on.
+			must(t, k8s.Delete(f.ctx, got))
+			f.waitGone(got)
 		})
 	}
 }
