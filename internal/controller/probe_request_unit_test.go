@@ -125,6 +125,17 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 	}
 	pass(23 * time.Second)
 	expect("next interval", 5, "r23")
+
+	// A bucket last seen with its store unreachable is probed on every pass, but not
+	// on every new value: while a request is deferred, so is that probe.
+	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonStoreUnreachable, "down")
+	for i, at := range []time.Duration{24 * time.Second, 25 * time.Second, 32 * time.Second} {
+		request(fmt.Sprintf("r%d", 24+i))
+		pass(at)
+	}
+	expect("store unreachable, requests deferred", 5, "r23")
+	pass(33 * time.Second)
+	expect("store unreachable, interval's end", 6, "r26")
 }
 
 // Without a scheduler (the benchmark's naive baseline uses none) a deferred request

@@ -172,7 +172,10 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 		requestAllowedAt = st.lastServed.Add(p.MinRequestInterval)
 	}
 	deferred := pending && now.Before(requestAllowedAt)
-	due := (pending && !deferred) || p.Naive || availabilityReason(sb) == bkv1.ReasonStoreUnreachable
+	// A bucket last seen with its store unreachable is probed on every pass until it
+	// answers; a deferred request must not turn that into a probe per new value.
+	recovering := availabilityReason(sb) == bkv1.ReasonStoreUnreachable && !deferred
+	due := (pending && !deferred) || p.Naive || recovering
 	switch {
 	case !known && sb.Status.LastProbeTime == nil:
 		due = true // never probed: probe at once
