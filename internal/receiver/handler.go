@@ -114,8 +114,9 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	// One signed request triggers at most once: its MAC is held until its timestamp
-	// is stale, and given back if the request ends up triggering nothing.
+	// One signed request is accepted at most once: its MAC is held until its timestamp
+	// is stale, and given back if the request is not accepted (202), so that a client
+	// may retry a refused or failed request unchanged.
 	switch r.replays.claim(sum, expires, r.clock.Now()) {
 	case replayed:
 		log.V(1).Info("probe request rejected", "reason", "replayed")
