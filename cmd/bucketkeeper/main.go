@@ -39,6 +39,9 @@ func main() {
 	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket bucketkeeper_bucket_available series.")
 	flag.StringVar(&opts.ReceiverBindAddress, "receiver-bind-address", "", "Serve the signed probe-request webhook (POST /v1/probe) here; empty disables it.")
 	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")
+	flag.StringVar(&opts.ReceiverTLSCertFile, "receiver-tls-cert-file", "", "PEM certificate (chain) the webhook serves HTTPS with; needs --receiver-tls-key-file. Empty: plain HTTP.")
+	flag.StringVar(&opts.ReceiverTLSKeyFile, "receiver-tls-key-file", "", "PEM private key of --receiver-tls-cert-file.")
+	flag.DurationVar(&opts.MinProbeRequestInterval, "min-probe-request-interval", 0, "At most one on-demand probe (annotation or webhook) per bucket per interval; requests inside it are served together at its end (default 10s).")
 	flag.Float64Var(&kubeQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
 	flag.IntVar(&kubeBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
@@ -57,6 +60,10 @@ func main() {
 			os.Exit(2)
 		}
 		opts.ReceiverSecret = secret
+	}
+	if (opts.ReceiverTLSCertFile == "") != (opts.ReceiverTLSKeyFile == "") {
+		fmt.Fprintln(os.Stderr, "--receiver-tls-cert-file and --receiver-tls-key-file go together: set both or neither")
+		os.Exit(2)
 	}
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(kubeQPS), kubeBurst

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
@@ -48,6 +49,12 @@ type Prober struct {
 	Jitter func() float64
 	// DefaultInterval applies to StorageBuckets that set no probe interval (1m if zero).
 	DefaultInterval time.Duration
+	// MinRequestInterval bounds on-demand probes (the probe-requested-at annotation,
+	// which the webhook sets too) to one per bucket per interval, however many new
+	// values arrive; zero means no bound. A request inside the interval is deferred,
+	// not dropped: the first probe at or after the interval's end serves all requests
+	// that arrived meanwhile, and only then is status.lastHandledProbeRequest written.
+	MinRequestInterval time.Duration
 	// Naive probes on every reconcile and writes lastProbeTime every time: the seeds'
 	// design, kept only as the benchmark's baseline.
 	Naive bool
@@ -62,6 +69,9 @@ type probeState struct {
 	uid        types.UID
 	nextDue    time.Time
 	generation int64
+	// lastServed is when a probe last served a probe request (zero: never, in this
+	// process). It lives in memory only: a new leader may serve one request at once.
+	lastServed time.Time
 }
 
 type probeResult struct {
@@ -155,7 +165,17 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]
 	pending := requested != "" && requested != sb.Status.LastHandledProbeRequest
 	st, known := p.state(key, sb.UID)
-	due := pending || p.Naive || availabilityReason(sb) == bkv1.ReasonStoreUnreachable
+	// A request is served at once unless one was served less than MinRequestInterval
+	// ago; then it waits (without any status write) for the interval's end.
+	requestAllowedAt := time.Time{}
+	if known && !st.lastServed.IsZero() && p.MinRequestInterval > 0 {
+		requestAllowedAt = st.lastServed.Add(p.MinRequestInterval)
+	}
+	deferred := pending && now.Before(requestAllowedAt)
+	// A bucket last seen with its store unreachable is probed on every pass until it
+	// answers; a deferred request must not turn that into a probe per new value.
+	recovering := availabilityReason(sb) == bkv1.ReasonStoreUnreachable && !deferred
+	due := (pending && !deferred) || p.Naive || recovering
 	switch {
 	case !known && sb.Status.LastProbeTime == nil:
 		due = true // never probed: probe at once
@@ -172,7 +192,12 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	var requeue time.Duration
 	if due {
 		res := r.runProbe(ctx, scope)
-		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation}
+		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation, lastServed: st.lastServed}
+		if pending {
+			// Any probe after the request serves it, a periodic one included.
+			sb.Status.LastHandledProbeRequest = requested
+			st.lastServed = now
+		}
 		r.recordProbe(patcher, sb, res, now, true)
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
@@ -185,14 +210,36 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	} else if c := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil && c.ObservedGeneration != sb.Generation {
 		setCondition(&sb.Status.Conditions, sb.Generation, c.Type, c.Status, c.Reason, c.Message)
 	}
-	if pending {
-		sb.Status.LastHandledProbeRequest = requested
-	}
 	p.save(key, st)
-	if p.Scheduler != nil {
-		p.Scheduler.Schedule(key, scope.store.Name, st.nextDue)
+	wake := st.nextDue
+	if deferred && !due {
+		log.FromContext(ctx).V(1).Info("probe request deferred", "until", requestAllowedAt)
+		wake = earliest(wake, requestAllowedAt)
+	}
+	switch {
+	case p.Scheduler != nil:
+		p.Scheduler.Schedule(key, scope.store.Name, wake)
+	case deferred && !due:
+		// Without a scheduler (the benchmark's baseline) the work queue brings the
+		// deferred request back.
+		requeue = earliestDelay(requeue, requestAllowedAt.Sub(now))
 	}
 	return requeue
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// earliestDelay is the shorter of two requeue delays, where zero means none.
+func earliestDelay(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func availabilityReason(sb *bkv1.StorageBucket) string {

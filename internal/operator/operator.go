@@ -64,6 +64,10 @@ type Options struct {
 
 	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval.
 	DefaultProbeInterval time.Duration
+	// MinProbeRequestInterval bounds on-demand probes (annotation or webhook) to one
+	// per bucket per interval; requests inside it are served together at its end
+	// (default 10s).
+	MinProbeRequestInterval time.Duration
 	// WatchNamespace limits the namespaces whose StorageBuckets and Secrets are
 	// watched (empty: all).
 	WatchNamespace string
@@ -80,6 +84,9 @@ type Options struct {
 	// there, signed with ReceiverSecret.
 	ReceiverBindAddress string
 	ReceiverSecret      []byte
+	// ReceiverTLSCertFile and ReceiverTLSKeyFile, both or neither, make the receiver
+	// serve HTTPS with that PEM certificate and key.
+	ReceiverTLSCertFile, ReceiverTLSKeyFile string
 
 	// ProbeStrategy is "scheduler" (default) or "global-ticker": the seeds' design of
 	// one ticker enqueueing every bucket and writing lastProbeTime on every probe, kept
@@ -115,6 +122,9 @@ func (o *Options) defaults() {
 	}
 	if o.StatusHeartbeat <= 0 {
 		o.StatusHeartbeat = 5 * time.Minute
+	}
+	if o.MinProbeRequestInterval <= 0 {
+		o.MinProbeRequestInterval = 10 * time.Second
 	}
 	if o.S3Factory == nil {
 		o.S3Factory = s3.New
@@ -216,10 +226,11 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		OnSend: func(_ types.NamespacedName, lag time.Duration) { metrics.ProbeScheduleLag.Observe(lag.Seconds()) },
 	})
 	prober := &controller.Prober{
-		Scheduler:       scheduler,
-		Clock:           opts.Clock,
-		Heartbeat:       opts.StatusHeartbeat,
-		DefaultInterval: opts.DefaultProbeInterval,
+		Scheduler:          scheduler,
+		Clock:              opts.Clock,
+		Heartbeat:          opts.StatusHeartbeat,
+		DefaultInterval:    opts.DefaultProbeInterval,
+		MinRequestInterval: opts.MinProbeRequestInterval,
 		Observe: func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration) {
 			metrics.ObserveProbe(store, string(mode), reason, latency)
 		},
@@ -287,6 +298,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		rcv, err := receiver.New(receiver.Options{
 			BindAddress: opts.ReceiverBindAddress,
 			Secret:      opts.ReceiverSecret,
+			TLSCertFile: opts.ReceiverTLSCertFile,
+			TLSKeyFile:  opts.ReceiverTLSKeyFile,
 			Requester:   &controller.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
 			Clock:       opts.Clock,
 			Log:         ctrl.Log.WithName("receiver"),

@@ -15,14 +15,15 @@ import (
 
 var fuzzMethods = []string{http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead}
 
-var allowedCodes = map[int]bool{202: true, 400: true, 401: true, 404: true, 405: true, 413: true, 429: true, 500: true}
+var allowedCodes = map[int]bool{202: true, 400: true, 401: true, 404: true, 405: true, 409: true, 413: true, 429: true, 500: true}
 
 // FuzzHandler feeds arbitrary bodies, timestamps and signatures to the real handler.
 // When sign is true the signature is computed over the fuzzed timestamp and body, so
 // the fuzzer reaches the parser and the Requester too; otherwise sig is sent verbatim.
 // It checks that the handler never panics, answers only the documented codes, and
 // never calls the Requester for a request that a separate, test-side check does not
-// consider authentic.
+// consider authentic; and that the same request sent again triggers nothing new: 409
+// after a 202, otherwise the same answer as the first time.
 func FuzzHandler(f *testing.F) {
 	now := unixTS(testNow)
 	stale := unixTS(testNow.Add(-6 * time.Minute))
@@ -55,6 +56,9 @@ func FuzzHandler(f *testing.F) {
 		{0, directPhotos, now, "sha256=" + strings.Repeat("0", 64), false},
 		{0, directPhotos, now, "sha256=zz", false},
 		{0, directPhotos, "", "", false},
+		{0, directPhotos, now, strings.ToUpper(Sign(testSecret, now, []byte(directPhotos))), false},
+		{0, directPhotos, now, "sha256=" + strings.ToUpper(strings.TrimPrefix(Sign(testSecret, now, []byte(directPhotos)), "sha256=")), false},
+		{0, elevenBuckets, now, "", true},
 		{1, directPhotos, now, "", true},
 		{2, directPhotos, now, "", true},
 	}
@@ -70,15 +74,18 @@ func FuzzHandler(f *testing.F) {
 		fake := newFakeRequester()
 		h := newTestReceiver(t, fake, nil).Handler()
 
-		req := httptest.NewRequest(m, ProbePath, bytes.NewReader(body))
-		// Set the map directly: fuzzed values need not be valid header text, and a
-		// server behind a proxy could still see odd bytes.
-		req.Header[TimestampHeader] = []string{ts}
-		req.Header[SignatureHeader] = []string{sig}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		send := func() int {
+			req := httptest.NewRequest(m, ProbePath, bytes.NewReader(body))
+			// Set the map directly: fuzzed values need not be valid header text, and a
+			// server behind a proxy could still see odd bytes.
+			req.Header[TimestampHeader] = []string{ts}
+			req.Header[SignatureHeader] = []string{sig}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code
+		}
 
-		code := rec.Code
+		code := send()
 		if !allowedCodes[code] {
 			t.Fatalf("undocumented status %d for body %q", code, body)
 		}
@@ -95,6 +102,18 @@ func FuzzHandler(f *testing.F) {
 		}
 		if code == 202 && len(fake.Probes()) == 0 {
 			t.Fatal("202 without any probe requested")
+		}
+
+		probes := len(fake.Probes())
+		again := send()
+		if n := len(fake.Probes()); n != probes {
+			t.Fatalf("the same request sent again requested %d more probes", n-probes)
+		}
+		switch {
+		case code == 202 && again != 409:
+			t.Fatalf("replay of an accepted request answered %d, want 409", again)
+		case code != 202 && again != code:
+			t.Fatalf("the same refused request answered %d, then %d", code, again)
 		}
 	})
 }

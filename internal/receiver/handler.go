@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -44,7 +45,11 @@ const (
 	msgRateLimited  = "too many requests"
 	msgNotFound     = "no such StorageBucket"
 	msgNoMatch      = "no StorageBucket uses the named bucket(s)"
+	msgReplayed     = "this signed request was already accepted; sign a new one (new timestamp or body) to ask again"
 )
+
+// msgTooManyKeys refuses a request whose bucket names reach too many StorageBuckets.
+var msgTooManyKeys = fmt.Sprintf("the named buckets are used by more than %d StorageBuckets; name fewer buckets per request", MaxBucketsPerRequest)
 
 // routes is a fixed two-path switch rather than an http.ServeMux: the mux would answer
 // some paths with redirects, and the receiver promises a short, fixed set of codes.
@@ -72,11 +77,11 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
-// serveProbe enforces the order size limit → read body → verify signature → rate limit
-// → parse → Requester. Authentication comes before parsing so that unauthenticated
-// input never reaches the JSON decoder's error messages or the Requester, and before
-// the rate limiter so that unauthenticated traffic cannot use up the signed senders'
-// budget.
+// serveProbe enforces the order size limit → read body → verify signature → replay
+// check → rate limit → parse → Requester. Authentication comes before parsing so that
+// unauthenticated input never reaches the JSON decoder's error messages or the
+// Requester, and it and the replay check come before the rate limiter so that neither
+// unauthenticated nor replayed traffic can use up the signed senders' budget.
 func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	log := r.log.WithValues("remote", req.RemoteAddr)
 	if req.Method != http.MethodPost {
@@ -102,11 +107,33 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	if !r.authentic(req.Header, body) {
+	sum, expires, ok := r.authenticate(req.Header, body)
+	if !ok {
 		log.V(1).Info("probe request rejected", "reason", "authentication failed")
 		writeError(w, http.StatusUnauthorized, msgUnauthorized)
 		return
 	}
+
+	// One signed request is accepted at most once: its MAC is held until its timestamp
+	// is stale, and given back if the request is not accepted (202), so that a client
+	// may retry a refused or failed request unchanged.
+	switch r.replays.claim(sum, expires, r.clock.Now()) {
+	case replayed:
+		log.V(1).Info("probe request rejected", "reason", "replayed")
+		writeError(w, http.StatusConflict, msgReplayed)
+		return
+	case guardFull:
+		w.Header().Set("Retry-After", strconv.Itoa(int(replaySweepEvery/time.Second)))
+		log.Info("probe request rejected", "reason", "replay guard full")
+		writeError(w, http.StatusTooManyRequests, msgRateLimited)
+		return
+	}
+	accepted := false
+	defer func() {
+		if !accepted {
+			r.replays.release(sum)
+		}
+	}()
 
 	if now := r.clock.Now(); !r.limiter.AllowN(now, 1) {
 		w.Header().Set("Retry-After", strconv.Itoa(r.retryAfter(now)))
@@ -131,7 +158,12 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusInternalServerError, msgInternal)
 		return
 	}
-	if status != 0 {
+	switch {
+	case status == http.StatusBadRequest:
+		log.V(1).Info("probe request rejected", "reason", "too many StorageBuckets", "buckets", target.buckets)
+		writeError(w, status, msgTooManyKeys)
+		return
+	case status != 0:
 		log.V(1).Info("probe request rejected", "reason", "no matching StorageBucket", "buckets", target.buckets)
 		msg := msgNotFound
 		if target.key == nil {
@@ -150,12 +182,14 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		}
 		requested = append(requested, key.String())
 	}
+	accepted = true
 	log.Info("probe requested", "storageBuckets", requested)
 	writeJSON(w, http.StatusAccepted, acceptedResponse{Requested: requested})
 }
 
-// resolve maps a parsed target to StorageBucket keys. A non-zero status (404) means
-// nothing matched; err is a Requester failure.
+// resolve maps a parsed target to StorageBucket keys. A non-zero status means nothing
+// matched (404) or more than MaxBucketsPerRequest StorageBuckets did (400: each costs
+// an API write); err is a Requester failure.
 func (r *Receiver) resolve(ctx context.Context, t target) ([]types.NamespacedName, int, error) {
 	if t.key != nil {
 		ok, err := r.requester.Exists(ctx, *t.key)
@@ -180,6 +214,9 @@ func (r *Receiver) resolve(ctx context.Context, t target) ([]types.NamespacedNam
 				keys = append(keys, k)
 			}
 		}
+		if len(keys) > MaxBucketsPerRequest {
+			return nil, http.StatusBadRequest, nil
+		}
 	}
 	if len(keys) == 0 {
 		return nil, http.StatusNotFound, nil
@@ -187,51 +224,64 @@ func (r *Receiver) resolve(ctx context.Context, t target) ([]types.NamespacedNam
 	return keys, 0, nil
 }
 
-// authentic reports whether the request carries exactly one fresh timestamp and a
-// matching signature over it and body. Freshness is checked first only because it is
-// cheaper; every failure looks the same to the caller.
-func (r *Receiver) authentic(h http.Header, body []byte) bool {
+// authenticate reports whether the request carries exactly one fresh timestamp and a
+// matching signature over it and body, and if so returns the verified MAC and the
+// instant the timestamp stops being fresh (how long a replay must be remembered).
+// Freshness is checked first only because it is cheaper; every failure looks the same
+// to the caller.
+func (r *Receiver) authenticate(h http.Header, body []byte) (sum []byte, expires time.Time, ok bool) {
 	tsValues, sigValues := h.Values(TimestampHeader), h.Values(SignatureHeader)
 	if len(tsValues) != 1 || len(sigValues) != 1 {
-		return false
+		return nil, time.Time{}, false
 	}
 	ts, sig := tsValues[0], sigValues[0]
-	if !r.fresh(ts) {
-		return false
+	expires, fresh := r.fresh(ts)
+	if !fresh {
+		return nil, time.Time{}, false
 	}
 	hexSig, ok := strings.CutPrefix(sig, signaturePrefix)
 	if !ok {
-		return false
+		return nil, time.Time{}, false
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil {
-		return false
+		return nil, time.Time{}, false
 	}
 	// hmac.Equal is constant-time, so response timing reveals nothing about how much
 	// of a forged signature was right.
-	return hmac.Equal(got, mac(r.secret, ts, body))
+	want := mac(r.secret, ts, body)
+	if !hmac.Equal(got, want) {
+		return nil, time.Time{}, false
+	}
+	return want, expires, true
 }
 
 // fresh reports whether ts is plain decimal Unix seconds within MaxAge of now, in
-// either direction: a future timestamp would otherwise extend a replay window.
-func (r *Receiver) fresh(ts string) bool {
+// either direction (a future timestamp would otherwise extend a replay window), and
+// the first instant at which it no longer is.
+func (r *Receiver) fresh(ts string) (expires time.Time, ok bool) {
 	if len(ts) == 0 || len(ts) > maxTimestampDigits {
-		return false
+		return time.Time{}, false
 	}
 	for i := 0; i < len(ts); i++ {
 		if ts[i] < '0' || ts[i] > '9' {
-			return false
+			return time.Time{}, false
 		}
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return false
+		return time.Time{}, false
 	}
+	maxAge := int64(r.maxAge / time.Second)
 	skew := r.clock.Now().Unix() - sec
 	if skew < 0 {
 		skew = -skew
 	}
-	return skew <= int64(r.maxAge/time.Second)
+	if skew > maxAge {
+		return time.Time{}, false
+	}
+	// Fresh while now.Unix() <= sec+maxAge, i.e. until the next whole second.
+	return time.Unix(sec+maxAge+1, 0), true
 }
 
 // retryAfter is the whole number of seconds (at least 1) until a token is available.

@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -183,9 +184,11 @@ func TestHandlerAnswers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fake := newFakeRequester()
 			h := newTestReceiver(t, fake, c.opts).Handler()
-			for range c.warmup {
+			for i := range c.warmup {
+				// Distinct bodies: the same signed request twice would be a replay.
+				body := fmt.Sprintf(`{"namespace":"team-a","name":"photos","warmup":%d}`, i)
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, signedRequest([]byte(directPhotos), unixTS(testNow), testSecret))
+				h.ServeHTTP(rec, signedRequest([]byte(body), unixTS(testNow), testSecret))
 				if rec.Code != http.StatusAccepted {
 					t.Fatalf("warm-up request: code %d", rec.Code)
 				}

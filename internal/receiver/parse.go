@@ -11,10 +11,11 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 )
 
-// maxBuckets caps the distinct bucket names one event may name. Stores send one record
-// per event; a document naming hundreds is not a notification, and each name costs an
-// index lookup and possibly API-server writes.
-const maxBuckets = 100
+// MaxBucketsPerRequest caps the distinct bucket names one event may name, and the
+// StorageBuckets one request may reach. Stores send one record per event; a document
+// naming more is not a notification, and each bucket costs an index lookup and an
+// API-server write, so one signed request must not fan out into many.
+const MaxBucketsPerRequest = 10
 
 // target is what a verified body asks for: exactly one of a StorageBucket key (direct
 // request) or a list of distinct S3 bucket names (event notification).
@@ -113,8 +114,8 @@ func parseEvent(raw json.RawMessage) (target, error) {
 		if seen[name] {
 			continue
 		}
-		if len(buckets) == maxBuckets {
-			return target{}, fmt.Errorf("event names more than %d distinct buckets", maxBuckets)
+		if len(buckets) == MaxBucketsPerRequest {
+			return target{}, fmt.Errorf("event names more than %d distinct buckets; send at most %d per request", MaxBucketsPerRequest, MaxBucketsPerRequest)
 		}
 		seen[name] = true
 		buckets = append(buckets, name)

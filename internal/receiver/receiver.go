@@ -10,8 +10,10 @@
 //
 // Requests are signed with a shared secret (HMAC-SHA256 over "timestamp.body") rather
 // than carrying a bearer token, so a captured request cannot be altered, and the
-// timestamp bounds how long a captured one can be replayed. Replays inside that window
-// only repeat an idempotent probe request and are rate limited.
+// timestamp bounds how long a captured one could be replayed. Inside that window the
+// receiver remembers the signature of every request it acted on and refuses the same
+// request again (409), so a replay triggers nothing. With a certificate configured it
+// serves HTTPS, so requests cannot be read on the way either.
 package receiver
 
 import (
@@ -19,6 +21,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -67,6 +70,10 @@ type Options struct {
 	Burst             int
 	// Log receives one line per answered request; request data is never logged raw.
 	Log logr.Logger
+	// TLSCertFile and TLSKeyFile, both or neither, are a PEM certificate (chain) and
+	// its private key: with them Start serves HTTPS (TLS 1.2 or later), without them
+	// plain HTTP. They are read once, by New.
+	TLSCertFile, TLSKeyFile string
 }
 
 const (
@@ -89,8 +96,11 @@ type Receiver struct {
 	clock       clock.PassiveClock
 	maxAge      time.Duration
 	limiter     *rate.Limiter
+	replays     replayGuard
 	log         logr.Logger
 	handler     http.Handler
+	// tlsConfig is nil for plain HTTP.
+	tlsConfig *tls.Config
 
 	mu      sync.Mutex
 	addr    string
@@ -112,6 +122,10 @@ func New(opts Options) (*Receiver, error) {
 		return nil, errors.New("receiver: Requester is required")
 	}
 	if err := checkSecret(opts.Secret); err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	tlsConfig, err := loadTLS(opts.TLSCertFile, opts.TLSKeyFile)
+	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
 	if opts.Clock == nil {
@@ -138,9 +152,26 @@ func New(opts Options) (*Receiver, error) {
 		maxAge:    opts.MaxAge,
 		limiter:   rate.NewLimiter(rate.Limit(opts.RequestsPerSecond), opts.Burst),
 		log:       opts.Log,
+		tlsConfig: tlsConfig,
 	}
 	r.handler = r.routes()
 	return r, nil
+}
+
+// loadTLS reads the serving certificate and key (both or neither; neither is plain
+// HTTP). Errors name the files, never their contents.
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, errors.New("TLS needs both a certificate file and a key file")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading TLS certificate %q and key %q: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // LoadSecret reads the HMAC key from path (the --receiver-secret-file). Trailing
@@ -229,8 +260,14 @@ func (r *Receiver) Start(ctx context.Context) error {
 		MaxHeaderBytes:    16 << 10,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	r.log.Info("receiver listening", "address", r.Addr())
+	if r.tlsConfig != nil {
+		// A clone: the server adds its ALPN protocols to the config it is given.
+		srv.TLSConfig = r.tlsConfig.Clone()
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
+	r.log.Info("receiver listening", "address", r.Addr(), "tls", r.tlsConfig != nil)
 
 	select {
 	case err := <-serveErr:

@@ -23,7 +23,7 @@ func fullValues() map[string]any {
 	return map[string]any{
 		"manager": map[string]any{
 			"concurrency": 8, "syncInterval": "3m", "statusHeartbeat": "2m",
-			"defaultProbeInterval": "30s", "watchNamespace": "apps",
+			"defaultProbeInterval": "30s", "minProbeRequestInterval": "20s", "watchNamespace": "apps",
 			"watchLabelSelector": "shard in (a,b),tier!=test", "disableAvailabilityMetric": true,
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
 			"clusterId": "prod-eu-1",
@@ -36,6 +36,7 @@ func fullValues() map[string]any {
 		"metrics":     map[string]any{"bindAddress": ":9443", "secure": false},
 		"receiver": map[string]any{
 			"enabled": true, "bindAddress": ":9090", "existingSecret": "bucketkeeper-receiver", "secretKey": "hmac",
+			"tls": map[string]any{"existingSecret": "bucketkeeper-receiver-tls"},
 		},
 		"logging": map[string]any{
 			"level": "debug", "encoder": "console", "development": true,
@@ -47,7 +48,7 @@ func fullValues() map[string]any {
 // fullFlags is what fullValues must render.
 var fullFlags = map[string]string{
 	"concurrency": "8", "sync-interval": "3m", "status-heartbeat": "2m",
-	"default-probe-interval": "30s", "watch-namespace": "apps",
+	"default-probe-interval": "30s", "min-probe-request-interval": "20s", "watch-namespace": "apps",
 	"watch-label-selector": "shard in (a,b),tier!=test", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
 	"cluster-id": "prod-eu-1",
@@ -56,6 +57,7 @@ var fullFlags = map[string]string{
 	"leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s",
 	"health-probe-bind-address": ":9081", "metrics-bind-address": ":9443", "metrics-secure": "false",
 	"receiver-bind-address": ":9090", "receiver-secret-file": "/etc/bucketkeeper/receiver/hmac",
+	"receiver-tls-cert-file": "/etc/bucketkeeper/receiver-tls/tls.crt", "receiver-tls-key-file": "/etc/bucketkeeper/receiver-tls/tls.key",
 	"zap-log-level": "debug", "zap-encoder": "console", "zap-devel": "true",
 	"zap-stacktrace-level": "panic", "zap-time-encoding": "rfc3339",
 }

@@ -54,3 +54,7 @@ app.kubernetes.io/part-of: bucketkeeper
 {{- define "bucketkeeper.receiverSecretDir" -}}
 /etc/bucketkeeper/receiver
 {{- end }}
+
+{{- define "bucketkeeper.receiverTLSDir" -}}
+/etc/bucketkeeper/receiver-tls
+{{- end }}
