@@ -40,6 +40,8 @@ func main() {
 	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")
 	flag.Float64Var(&kubeQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
 	flag.IntVar(&kubeBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
+	flag.StringVar(&opts.ClusterID, "cluster-id", "k8s", "Names this installation in the IAM users it creates (bk-<cluster-id>-<BucketAccess uid>), so clusters sharing a store tell their users apart.")
+	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", 0, "How long a rotated-out access key stays valid after the Secret received its successor (default 10m).")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
 	flag.StringVar(&opts.ProbeStrategy, "probe-strategy", "scheduler", "Benchmark only: \"global-ticker\" runs the naive baseline (every bucket enqueued each interval, lastProbeTime written on every probe).")
 	zapOpts := zap.Options{}

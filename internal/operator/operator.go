@@ -28,6 +28,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
@@ -85,6 +86,13 @@ type Options struct {
 	// only so the benchmark can measure both in the same binary.
 	ProbeStrategy string
 
+	// ClusterID goes into the IAM user names of BucketAccesses (default "k8s").
+	ClusterID string
+	// AccessKeyGrace is how long a rotated-out key stays valid (default 10m).
+	AccessKeyGrace time.Duration
+	// IAMFactory builds IAM drivers (default iam.New).
+	IAMFactory iam.Factory
+
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
 
@@ -114,6 +122,15 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.ClusterID == "" {
+		o.ClusterID = "k8s"
+	}
+	if o.AccessKeyGrace <= 0 {
+		o.AccessKeyGrace = controller.DefaultKeyGrace
+	}
+	if o.IAMFactory == nil {
+		o.IAMFactory = iam.New
 	}
 }
 
@@ -194,8 +211,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Observer:  observe,
 	}
 
+	access := &controller.AccessProviders{Stores: stores, Factory: opts.IAMFactory}
+
 	ctx := context.Background()
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("registering indexes: %w", err)
+	}
+	if err := controller.SetupBucketAccessIndexes(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
@@ -253,8 +275,22 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Heartbeat:     opts.StatusHeartbeat,
 		OnStatusWrite: metrics.ObserveStatusWrite,
 		Budget:        scheduler.SetBudget,
+		Access:        access,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ObjectStore controller: %w", err)
+	}
+	if err := (&controller.BucketAccessReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder("bucketkeeper-bucketaccess"),
+		Stores:        stores,
+		Access:        access,
+		Clock:         opts.Clock,
+		ClusterID:     opts.ClusterID,
+		KeyGrace:      opts.AccessKeyGrace,
+		SyncInterval:  opts.SyncInterval,
+		OnStatusWrite: metrics.ObserveStatusWrite,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{
 		Client:        mgr.GetClient(),
