@@ -17,6 +17,9 @@ const (
 	ConditionConfigured = "Configured"
 	// ConditionAvailable carries the verdict of the last health probe of the bucket.
 	ConditionAvailable = "Available"
+	// ConditionAccessProviderReady is True when a store's IAM endpoint answers and
+	// lets the operator manage users.
+	ConditionAccessProviderReady = "AccessProviderReady"
 )
 
 // Condition reasons: CamelCase, specific enough that a person knows what to do next.
@@ -76,6 +79,16 @@ const (
 	ReasonInvalidTags = "InvalidTags"
 	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
 	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
+
+	// Reasons of BucketAccess and of AccessProviderReady.
+	ReasonAccessProviderUnavailable = "AccessProviderUnavailable"
+	ReasonAccessProviderNotIAM      = "AccessProviderNotIAM"
+	ReasonBucketNotReady            = "BucketNotReady"
+	ReasonStoreMismatch             = "StoreMismatch"
+	ReasonKeyIssued                 = "KeyIssued"
+	ReasonRotating                  = "Rotating"
+	ReasonSecretConflict            = "SecretConflict"
+	ReasonRevoking                  = "Revoking"
 )
 
 // Labels, annotations, tags and finalizers the operator owns.
@@ -113,6 +126,13 @@ const (
 	// tags, so a later claim of the same cluster, namespace and name binds it again.
 	AnnotationDeletionPolicy = "bucketkeeper.io/deletion-policy"
 	DeletionPolicyOrphan     = "Orphan"
+
+	// AnnotationRotateRequestedAt asks a BucketAccess for a new key when its value
+	// changes; the handled value is recorded in status.rotation.lastHandledRequest.
+	AnnotationRotateRequestedAt = "bucketkeeper.io/rotate-requested-at"
+
+	// LabelBucketAccess marks the Secret a BucketAccess writes (value: its name).
+	LabelBucketAccess = "bucketkeeper.io/bucketaccess"
 
 	// LabelManagedBy marks the Secrets the operator writes; the manager's cache
 	// selects Secrets by it so it never caches every Secret in the cluster.

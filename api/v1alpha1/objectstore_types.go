@@ -46,8 +46,11 @@ type ObjectStoreSpec struct {
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
 
 	// ApplicationCredentialsSecretRef names a Secret with credentials meant for
-	// applications (same keys). When set, they are copied into every connection
-	// Secret of buckets on this store; when absent, connection Secrets carry no keys.
+	// applications (same keys). When set (and accessProvider.type is Static or
+	// unset), they are copied into every connection Secret of buckets on this store;
+	// when absent, connection Secrets carry no keys. One key shared by every tenant
+	// lets any application read and overwrite any other's bucket: unsafe for a
+	// multi-tenant store. Prefer accessProvider.type IAM.
 	// +optional
 	ApplicationCredentialsSecretRef *SecretReference `json:"applicationCredentialsSecretRef,omitempty"`
 
@@ -90,6 +93,14 @@ type ObjectStoreSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Guardrails StoreGuardrails `json:"guardrails,omitempty"`
+
+	// AccessProvider says where applications' credentials come from: IAM (a user
+	// and key per BucketAccess, scoped to its buckets), Static (the shared keys of
+	// applicationCredentialsSecretRef, unsafe for multi-tenant stores) or None (no
+	// keys in any Secret). Absent means Static when applicationCredentialsSecretRef
+	// is set, else None.
+	// +optional
+	AccessProvider *AccessProvider `json:"accessProvider,omitempty"`
 }
 
 // StoreGuardrails say what tenants may ask of a store. The defaults allow only what
@@ -141,6 +152,46 @@ func (g *StoreGuardrails) DeletionPolicyAllowed(p DeletionPolicy) bool {
 	return false
 }
 
+// AccessProviderType names a source of application credentials.
+// +kubebuilder:validation:Enum=IAM;Static;None
+type AccessProviderType string
+
+// Access provider types.
+const (
+	AccessProviderIAM    AccessProviderType = "IAM"
+	AccessProviderStatic AccessProviderType = "Static"
+	AccessProviderNone   AccessProviderType = "None"
+)
+
+// AccessProvider configures application credentials for a store.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'IAM' || !has(self.iam)",message="accessProvider.iam may only be set when type is IAM"
+type AccessProvider struct {
+	// Type of the provider.
+	Type AccessProviderType `json:"type"`
+	// IAM configures the IAM endpoint when type is IAM.
+	// +optional
+	IAM *IAMAccessProvider `json:"iam,omitempty"`
+}
+
+// IAMAccessProvider says how to reach the store's AWS IAM API. The operator's
+// store credentials (credentialsSecretRef) sign its requests; the store's
+// caBundle and insecureSkipTLSVerify apply to it too.
+type IAMAccessProvider struct {
+	// Endpoint of the IAM API. Empty means the store's S3 endpoint (SeaweedFS
+	// serves IAM there), or AWS IAM when the store is AWS S3.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="iam.endpoint must be an http:// or https:// URL with a host"
+	Endpoint string `json:"endpoint,omitempty"`
+	// Region IAM requests are signed for.
+	// +optional
+	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	Region string `json:"region,omitempty"`
+}
+
 // SecretReference names a Secret in a given namespace.
 type SecretReference struct {
 	// +kubebuilder:validation:MinLength=1
@@ -168,7 +219,8 @@ type ObjectStoreStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready (store reachable with valid credentials), Reconciling, Stalled.
+	// Conditions: Ready (store reachable with valid credentials), Reconciling,
+	// Stalled, and AccessProviderReady when accessProvider.type is IAM.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

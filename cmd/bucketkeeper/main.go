@@ -29,7 +29,7 @@ func main() {
 	flag.DurationVar(&opts.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before giving up leadership.")
 	flag.DurationVar(&opts.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
-	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
+	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags and IAM user names; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
 	flag.IntVar(&opts.Concurrency, "concurrency", 4, "StorageBuckets reconciled at once.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", 0, "How often each bucket's configuration is re-read to correct drift (default 10m).")
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often lastProbeTime alone is rewritten in status when the verdict does not change (default 5m).")
@@ -44,6 +44,7 @@ func main() {
 	flag.DurationVar(&opts.MinProbeRequestInterval, "min-probe-request-interval", 0, "At most one on-demand probe (annotation or webhook) per bucket per interval; requests inside it are served together at its end (default 10s).")
 	flag.Float64Var(&kubeQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
 	flag.IntVar(&kubeBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
+	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", 0, "How long a rotated-out access key stays valid after the Secret received its successor (default 10m).")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
 	flag.StringVar(&opts.ProbeStrategy, "probe-strategy", "scheduler", "Benchmark only: \"global-ticker\" runs the naive baseline (every bucket enqueued each interval, lastProbeTime written on every probe).")
 	zapOpts := zap.Options{}

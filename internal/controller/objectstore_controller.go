@@ -40,6 +40,8 @@ type ObjectStoreReconciler struct {
 	OnStatusWrite func(kind string)
 	// Budget receives each store's request budget, so probes are paced by it; may be nil.
 	Budget func(store string, perSecond float64, burst int)
+	// Access checks stores whose accessProvider is IAM; may be nil.
+	Access *AccessProviders
 
 	mu          sync.Mutex
 	lastChecked map[string]time.Time
@@ -99,6 +101,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	reason, message := r.healthCheck(ctx, store)
 	r.setHealth(patcher, store, reason, message)
+	r.checkAccessProvider(ctx, store)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
@@ -187,6 +190,9 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store
 	}
 	r.Stores.Forget(store.Name)
+	if r.Access != nil {
+		r.Access.Forget(store.Name)
+	}
 	r.mu.Lock()
 	delete(r.lastChecked, store.Name)
 	r.mu.Unlock()

@@ -136,7 +136,8 @@ func (r *StorageBucketReconciler) deleteStaleConnectionSecrets(ctx context.Conte
 }
 
 // connectionData builds the Secret's data. Access keys are included only from a Secret
-// the store names for applications; the operator's own credentials are never copied.
+// the store names for applications, and only with the Static access provider; the
+// operator's own credentials are never copied.
 func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *bucketScope) (map[string][]byte, error) {
 	endpoint := endpointOf(scope.store, scope.region)
 	u, err := url.Parse(endpoint)
@@ -157,8 +158,8 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		KeyAWSEndpointS3:  []byte(endpoint),
 	}
 	ref := scope.store.Spec.ApplicationCredentialsSecretRef
-	if ref == nil {
-		return data, nil
+	if ref == nil || accessProviderOf(scope.store) != bkv1.AccessProviderStatic {
+		return data, nil // IAM keys go to BucketAccess Secrets; None means no keys
 	}
 	app, err := r.Stores.labelledSecret(ctx, ref)
 	if err != nil {

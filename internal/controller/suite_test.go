@@ -83,7 +83,8 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel})
+	// A short key grace so rotations finish within a test.
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel, AccessKeyGrace: 3 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

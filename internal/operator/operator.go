@@ -29,6 +29,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
@@ -93,13 +94,18 @@ type Options struct {
 	// only so the benchmark can measure both in the same binary.
 	ProbeStrategy string
 
+	// AccessKeyGrace is how long a rotated-out key stays valid (default 10m).
+	AccessKeyGrace time.Duration
+	// IAMFactory builds IAM drivers (default iam.New).
+	IAMFactory iam.Factory
+
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
 
 	// ClusterID is written into every bucket's ownership tags (bucketkeeper.io/cluster)
-	// so that clusters sharing a store never touch each other's buckets. Empty means
-	// the UID of the kube-system namespace, which is stable for a cluster's lifetime
-	// and differs between clusters.
+	// and every IAM user name, so that clusters sharing a store never touch each
+	// other's buckets or users. Empty means the UID of the kube-system namespace,
+	// which is stable for a cluster's lifetime and differs between clusters.
 	ClusterID string
 
 	// S3Factory builds store clients (default s3.New). Tests wrap it.
@@ -131,6 +137,12 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.AccessKeyGrace <= 0 {
+		o.AccessKeyGrace = controller.DefaultKeyGrace
+	}
+	if o.IAMFactory == nil {
+		o.IAMFactory = iam.New
 	}
 }
 
@@ -218,8 +230,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Observer:  observe,
 	}
 
+	access := &controller.AccessProviders{Stores: stores, Factory: opts.IAMFactory}
+
 	ctx := context.Background()
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("registering indexes: %w", err)
+	}
+	if err := controller.SetupBucketAccessIndexes(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
@@ -278,8 +295,22 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Heartbeat:     opts.StatusHeartbeat,
 		OnStatusWrite: metrics.ObserveStatusWrite,
 		Budget:        scheduler.SetBudget,
+		Access:        access,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ObjectStore controller: %w", err)
+	}
+	if err := (&controller.BucketAccessReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder("bucketkeeper-bucketaccess"),
+		Stores:        stores,
+		Access:        access,
+		Clock:         opts.Clock,
+		ClusterID:     opts.ClusterID,
+		KeyGrace:      opts.AccessKeyGrace,
+		SyncInterval:  opts.SyncInterval,
+		OnStatusWrite: metrics.ObserveStatusWrite,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{
 		Client:        mgr.GetClient(),

@@ -22,13 +22,13 @@ import (
 // A zero Kind means "supported, must succeed".
 type expectations struct {
 	createOwnAgain    Kind // CreateBucket on a bucket we already own
+	createOthers      Kind // CreateBucket on a bucket the second identity created
 	lifecycle         Kind // PutBucketLifecycleConfiguration
 	publicAccessBlock Kind // PutPublicAccessBlock
 }
 
 // Common to both (SeaweedFS mini at hack/peers' pinned version, versitygw
-// v1.8.0 posix with --versioning-dir): another identity's bucket is 409
-// BucketAlreadyExists, a missing bucket 404 NoSuchBucket (HEAD: bare 404),
+// v1.8.0 posix with --versioning-dir): a missing bucket 404 NoSuchBucket (HEAD: bare 404),
 // a non-empty one 409 BucketNotEmpty, a wrong secret 403
 // SignatureDoesNotMatch and an unknown key 403 InvalidAccessKeyId (on the S3
 // API Versity does not use XAdminUserNotFound, which is its admin API's
@@ -38,11 +38,13 @@ type expectations struct {
 var contractExpect = map[testenv.S3Kind]expectations{
 	testenv.SeaweedFS: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
+		createOthers:      KindBucketNameTaken,   // 409 BucketAlreadyExists: another account
 		lifecycle:         KindUnknown,           // supported, round-trips
 		publicAccessBlock: KindUnknown,           // supported, round-trips
 	},
 	testenv.Versity: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
+		createOthers:      KindAlreadyOwnedByYou, // the second identity is an IAM user of root's account
 		lifecycle:         KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		publicAccessBlock: KindNotImplemented,    // 501 NotImplemented (Get and Put)
 	},

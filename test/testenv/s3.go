@@ -38,13 +38,18 @@ const readyTimeout = 60 * time.Second
 // Both kinds get a second, independent account (OtherAccessKeyID /
 // OtherSecretAccessKey) allowed to create buckets, for tests of "the bucket name
 // is taken by someone else": SeaweedFS as a second identity with its own account
-// in the static S3 config file, Versity as a "userplus" account in the gateway's
-// internal IAM file (users.json under --iam-dir). The fields are empty for a kind
-// that cannot offer one. Either way CreateBucket on the other account's bucket
-// returns BucketAlreadyExists, and on one's own BucketAlreadyOwnedByYou.
-// Differences: SeaweedFS only lets identities holding the Admin action create
-// buckets, so its second identity is a gateway admin too and sees (and may
-// touch) every bucket; Versity's second account lists only its own buckets.
+// in the static S3 config file, Versity as an IAM user of its standalone IAM
+// service with a policy allowing every bucket. The fields are empty for a kind
+// that cannot offer one. On SeaweedFS CreateBucket on the other account's bucket
+// returns BucketAlreadyExists; on Versity an IAM user belongs to root's account,
+// so root's CreateBucket of a bucket the user created answers
+// BucketAlreadyOwnedByYou. SeaweedFS only lets identities holding the Admin
+// action create buckets, so its second identity is a gateway admin too and sees
+// (and may touch) every bucket.
+//
+// Both kinds serve the AWS IAM API (IAMEndpoint, signed for IAMRegion) to the
+// admin identity: SeaweedFS on its S3 port, Versity from a second process, its
+// standalone IAM service, which the gateway asks over a unix socket.
 type S3Server struct {
 	Kind            S3Kind
 	Endpoint        string // "http://127.0.0.1:PORT"
@@ -55,6 +60,9 @@ type S3Server struct {
 	OtherAccessKeyID     string // a second account, not the owner of AccessKeyID's buckets
 	OtherSecretAccessKey string
 
+	IAMEndpoint string // "http://127.0.0.1:PORT", the AWS IAM API
+	IAMRegion   string // what IAM requests are signed for: "us-east-1"
+
 	mu      sync.Mutex
 	bin     string
 	dir     string // everything this server owns lives here
@@ -64,6 +72,11 @@ type S3Server struct {
 	env     []string
 	proc    *Process
 	closed  bool
+
+	// A helper process started before the main one (Versity's IAM service).
+	iamArgs []string
+	iamLog  string
+	iamProc *Process
 }
 
 // StartS3 starts a fresh server of the given kind with an empty data directory,
@@ -90,6 +103,7 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 	s := &S3Server{
 		Kind:                 kind,
 		Region:               "us-east-1",
+		IAMRegion:            "us-east-1",
 		AccessKeyID:          randomString(20, upperAlnum),
 		SecretAccessKey:      randomString(40, anyAlnum),
 		OtherAccessKeyID:     randomString(20, upperAlnum),
@@ -98,12 +112,18 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		dir:                  dir,
 		logPath:              filepath.Join(dir, "server.log"),
 	}
+	if kind == Versity { // its second account is an IAM user, whose key the server makes
+		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""
+	}
 	// A port picked free can be taken before the server binds it; such a start
 	// is retried with fresh ports and a fresh data directory.
 	for attempt := 1; ; attempt++ {
 		err = s.configure()
 		if err == nil {
 			err = s.startLocked()
+		}
+		if err == nil && s.Kind == Versity {
+			err = s.createOtherUser()
 		}
 		if err == nil {
 			return s, nil
@@ -152,7 +172,7 @@ func (s *S3Server) resetData() error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == filepath.Base(s.logPath) || e.Name() == cleanupList {
+		if e.Name() == filepath.Base(s.logPath) || e.Name() == filepath.Base(s.iamLog) || e.Name() == cleanupList {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
@@ -178,14 +198,20 @@ func (s *S3Server) Start() error {
 
 // startLocked starts the process and waits until it serves signed requests.
 func (s *S3Server) startLocked() error {
+	if s.iamArgs != nil {
+		if err := s.startIAMLocked(); err != nil {
+			return err
+		}
+	}
 	p, err := StartProcess(s.bin, s.args, s.env, s.dir, s.logPath)
 	if err != nil {
-		return err
+		return errors.Join(err, s.stopIAMLocked())
 	}
 	s.proc = p
 	if err := s.waitReady(p); err != nil {
 		_ = p.Stop()
 		s.proc = nil
+		_ = s.stopIAMLocked()
 		tail := logTail(s.logPath)
 		if strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on") {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
@@ -243,12 +269,12 @@ func (s *S3Server) Stop() error {
 }
 
 func (s *S3Server) stopLocked() error {
-	if s.proc == nil {
-		return nil
+	var err error
+	if s.proc != nil {
+		err = s.proc.Stop()
+		s.proc = nil
 	}
-	err := s.proc.Stop()
-	s.proc = nil
-	return err
+	return errors.Join(err, s.stopIAMLocked())
 }
 
 // Close stops the server and removes everything it created. It is idempotent.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
@@ -44,6 +45,13 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		t.Fatalf("PID %d is not a running process", pid)
 	}
 	assertLoopbackOnly(t, pid)
+	iamPID := s.IAMPID()
+	if kind == testenv.Versity {
+		if iamPID == 0 || !alive(iamPID) {
+			t.Fatalf("IAM PID %d is not a running process", iamPID)
+		}
+		assertLoopbackOnly(t, iamPID)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -61,8 +69,10 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	if other := s.OtherClient(); other != nil {
 		taken := bucket + "-other"
 		mustCreate(ctx, t, other, taken)
-		if code := errorCode(createBucket(ctx, admin, taken)); code != "BucketAlreadyExists" {
-			t.Errorf("create of another account's bucket: got %q, want BucketAlreadyExists", code)
+		// Versity's second account is an IAM user of root's account.
+		want := map[testenv.S3Kind]string{testenv.SeaweedFS: "BucketAlreadyExists", testenv.Versity: "BucketAlreadyOwnedByYou"}[kind]
+		if code := errorCode(createBucket(ctx, admin, taken)); code != want {
+			t.Errorf("create of another account's bucket: got %q, want %s", code, want)
 		}
 		out, err := other.ListBuckets(ctx, &s3.ListBucketsInput{})
 		if err != nil {
@@ -135,6 +145,13 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	if _, err := admin.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatalf("bucket gone after failed start: %v", err)
 	}
+	// The IAM API answers after the restarts, and its users survived them.
+	users, err := s.IAMClient().ListUsers(ctx, &iam.ListUsersInput{})
+	if err != nil {
+		t.Fatalf("IAM ListUsers after restart: %v", err)
+	}
+	t.Logf("IAM users after restart: %d", len(users.Users))
+	iamPID = s.IAMPID()
 
 	// Close leaves nothing behind and can be repeated.
 	pid = s.PID()
@@ -146,6 +163,9 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	}
 	if alive(pid) {
 		t.Errorf("PID %d still alive after Close", pid)
+	}
+	if iamPID != 0 && alive(iamPID) {
+		t.Errorf("IAM PID %d still alive after Close", iamPID)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temp dir %s still exists after Close (%v)", dir, err)

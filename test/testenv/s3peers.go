@@ -32,6 +32,7 @@ func (s *S3Server) configureWeed() error {
 		s.ports[name] = ports[i]
 	}
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.ports["s3"])
+	s.IAMEndpoint = s.Endpoint // weed serves IAM on the S3 port (POST /)
 
 	dataDir := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
@@ -76,6 +77,10 @@ func (s *S3Server) configureWeed() error {
 		"-master.telemetry=false",
 		"-master.volumeSizeLimitMB=64", // smallest allowed: keeps sparse volume files small
 		"-s3.config=" + configPath,
+		// IAM API writes (CreateUser, keys, policies), and identities without the
+		// Admin action may not manage even their own keys.
+		"-s3.iam.readOnly=false",
+		"-s3.iam.selfServiceRequiresGrant=true",
 		"-filer.localSocket=" + filepath.Join(s.dir, "filer.sock"),
 		"-s3.localSocket=" + filepath.Join(s.dir, "s3.sock"),
 	}
@@ -111,17 +116,22 @@ func weedS3Config(s *S3Server) any {
 	}}
 }
 
-// configureVersity builds the versitygw command line: one S3 listener on
-// 127.0.0.1 (no admin API, no WebUI), root credentials from the environment (not
-// visible in ps), object metadata in a sidecar directory instead of xattrs so any
-// filesystem works, and the internal IAM file holding the second account.
+// configureVersity builds the command lines of Versity's two processes: its
+// standalone IAM service (the AWS IAM API on its own loopback port, its private
+// API on a unix socket in the server's directory) and the S3 gateway, which asks
+// that socket for keys and policy decisions. The gateway has one S3 listener on
+// 127.0.0.1 (no admin API, no WebUI), root credentials from the environment
+// (not visible in ps), and object metadata in a sidecar directory instead of
+// xattrs so any filesystem works. The second account is created as an IAM user
+// once both run (createOtherUser).
 func (s *S3Server) configureVersity() error {
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	s.ports = map[string]int{"s3": ports[0]}
+	s.ports = map[string]int{"s3": ports[0], "iam": ports[1]}
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	s.IAMEndpoint = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 
 	dirs := map[string]string{}
 	for _, d := range []string{"root", "meta", "versions", "iam", "tmp"} {
@@ -130,22 +140,21 @@ func (s *S3Server) configureVersity() error {
 			return err
 		}
 	}
-	// users.json is the internal IAM store's file (auth/iam_internal.go); the
-	// "userplus" role may create buckets, which plain "user" may not.
-	other := map[string]any{
-		"access": s.OtherAccessKeyID, "secret": s.OtherSecretAccessKey, "role": "userplus",
-		"userID": 0, "groupID": 0, "projectID": 0,
+	socket := filepath.Join(s.dir, "iam.sock")
+	s.iamLog = filepath.Join(s.dir, "iam.log")
+	s.iamArgs = []string{
+		"--port", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--region", s.IAMRegion,
+		"--health", "/healthz",
+		"iam",
+		"--dir", dirs["iam"],
+		"--private-ports", socket,
 	}
-	iam := map[string]any{"accessAccounts": map[string]any{s.OtherAccessKeyID: other}}
-	if err := writeJSON(filepath.Join(dirs["iam"], "users.json"), iam); err != nil {
-		return err
-	}
-
 	s.args = []string{
 		"--port", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--region", s.Region,
 		"--health", "/healthz",
-		"--iam-dir", dirs["iam"],
+		"--iam-standalone-endpoint", socket,
 		"posix",
 		"--sidecar", dirs["meta"],
 		"--versioning-dir", dirs["versions"],

@@ -1,0 +1,329 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+)
+
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/finalizers,verbs=update
+
+// DefaultKeyGrace is how long a replaced key stays valid after the Secret received
+// its successor, so running pods can reload.
+const DefaultKeyGrace = 10 * time.Minute
+
+// BucketAccessReconciler gives each BucketAccess an IAM user on its buckets' store,
+// an inline policy over those buckets and one key, written to the access's Secret;
+// it rotates the key without downtime and revokes everything when the access goes.
+//
+// Everything it needs to resume after a crash is on the store (ListAccessKeys) and
+// in the Secret (the current key); its status and memory only make it faster.
+type BucketAccessReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Stores   *StoreRegistry
+	Access   *AccessProviders
+	Clock    clock.PassiveClock
+	// ClusterID goes into every IAM user name, so that several clusters can share an
+	// account and each knows its users by name.
+	ClusterID string
+	// KeyGrace is how long a replaced key stays valid (default DefaultKeyGrace).
+	KeyGrace time.Duration
+	// SyncInterval is how often an access is re-checked against the store.
+	SyncInterval time.Duration
+	// OnStatusWrite is called after every status write (metrics); may be nil.
+	OnStatusWrite func(kind string)
+
+	mu      sync.Mutex
+	pending map[types.UID]*pendingKey // keys created and not yet in the Secret
+	applied map[types.UID]string      // policy document last written per access
+}
+
+// accessScope carries what the steps of one reconcile share.
+type accessScope struct {
+	ba     *bkv1.BucketAccess
+	store  *bkv1.ObjectStore
+	driver iam.Driver
+	user   string
+	grants []iam.Grant
+	names  []string // "<StorageBucket>=<bucket>" in spec order
+	// requeue is the earliest time-driven step ahead (grace end, rotation due).
+	requeue time.Duration
+}
+
+func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	ba := &bkv1.BucketAccess{}
+	if err := r.Get(ctx, req.NamespacedName, ba); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	patcher := newStatusPatcher(r.Client, ba, func() {
+		if r.OnStatusWrite != nil {
+			r.OnStatusWrite("BucketAccess")
+		}
+	})
+	defer func() {
+		if err := patcher.patch(ctx, ba, func(o client.Object) any { return o.(*bkv1.BucketAccess).Status }); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	if !ba.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, ba)
+	}
+	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
+		return ctrl.Result{}, patchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
+	}
+
+	scope := &accessScope{ba: ba}
+	steps := []struct {
+		doing string
+		run   func(context.Context, *accessScope) error
+	}{
+		{"resolving the buckets", r.resolveBuckets},
+		{"creating the identity and its policy", r.reconcileIdentity},
+		{"issuing the key", r.reconcileKeys},
+	}
+	for _, step := range steps {
+		if err := step.run(ctx, scope); err != nil {
+			return r.summarize(ctx, ba, patcher, asAccessStepError(err, step.doing))
+		}
+	}
+	res, err := r.summarize(ctx, ba, patcher, nil)
+	if scope.requeue > 0 && scope.requeue < res.RequeueAfter {
+		res.RequeueAfter = scope.requeue
+	}
+	return res, err
+}
+
+// resolveBuckets checks that every named StorageBucket is in this namespace (by
+// construction: names are looked up here), Ready, and on one store whose access
+// provider is IAM.
+func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
+	storeName := ""
+	for _, g := range s.ba.Spec.Buckets {
+		sb := &bkv1.StorageBucket{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: s.ba.Namespace, Name: g.Name}, sb); err != nil {
+			if apierrors.IsNotFound(err) {
+				return r.revokeForGoneBucket(ctx, s.ba, waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q does not exist in namespace %s", g.Name, s.ba.Namespace))
+			}
+			return err
+		}
+		if !sb.DeletionTimestamp.IsZero() {
+			return r.revokeForGoneBucket(ctx, s.ba, waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q is being deleted", g.Name))
+		}
+		if !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
+			return waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready", g.Name)
+		}
+		if storeName == "" {
+			storeName = sb.Spec.ObjectStoreRef.Name
+		} else if sb.Spec.ObjectStoreRef.Name != storeName {
+			return terminalf(bkv1.ReasonStoreMismatch, "StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name)
+		}
+		mode := iam.ReadWrite
+		if g.Mode == bkv1.AccessReadOnly {
+			mode = iam.ReadOnly
+		}
+		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode})
+		s.names = append(s.names, g.Name+"="+sb.Status.BucketName)
+	}
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: storeName}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return waitingf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q not found", storeName)
+		}
+		return err
+	}
+	s.store = store
+	driver, err := r.Access.DriverFor(ctx, store)
+	if err != nil {
+		return err
+	}
+	s.driver = driver
+	s.user = iam.UserName(r.ClusterID, string(s.ba.UID))
+	s.ba.Status.ObjectStore, s.ba.Status.IdentityName = store.Name, s.user
+	return nil
+}
+
+// revokeForGoneBucket: a StorageBucket the access names is gone or going, so the
+// key issued for it is revoked (user, policy and keys deleted, Secret removed) even
+// if the bucket itself is retained on the store. A new key is issued once every
+// bucket is Ready again. Then it reports why.
+func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *stepError) error {
+	if ba.Status.AccessKeyID == "" || ba.Status.ObjectStore == "" {
+		return why // nothing was issued
+	}
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ba.Status.ObjectStore}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return why // the store went with everything on it
+		}
+		return err
+	}
+	driver, err := r.Access.DriverFor(ctx, store)
+	if err != nil {
+		return err
+	}
+	if err := driver.DeleteUser(ctx, iam.UserName(r.ClusterID, string(ba.UID))); err != nil {
+		return err
+	}
+	if err := r.deleteAccessSecret(ctx, ba); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.pending, ba.UID)
+	delete(r.applied, ba.UID)
+	r.mu.Unlock()
+	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Revoke", "revoked key %s: %s", ba.Status.AccessKeyID, why.Message)
+	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt = "", nil
+	ba.Status.Rotation = bkv1.RotationStatus{LastHandledRequest: ba.Status.Rotation.LastHandledRequest}
+	return why
+}
+
+// reconcileIdentity ensures the user and writes its policy when it differs from the
+// one this process last wrote (after a restart: once).
+func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *accessScope) error {
+	doc, err := iam.PolicyDocument(s.grants)
+	if err != nil {
+		return terminalf(bkv1.ReasonConfigFailed, "%v", err)
+	}
+	r.mu.Lock()
+	same := r.applied[s.ba.UID] == s.store.Name+"\n"+doc
+	r.mu.Unlock()
+	if same {
+		return nil
+	}
+	if err := s.driver.EnsureUser(ctx, s.user); err != nil {
+		return err
+	}
+	if err := s.driver.PutPolicy(ctx, s.user, s.grants); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.applied == nil {
+		r.applied = map[types.UID]string{}
+	}
+	r.applied[s.ba.UID] = s.store.Name + "\n" + doc
+	r.mu.Unlock()
+	return nil
+}
+
+// reconcileDelete revokes the credentials: keys, policy and user go before the
+// finalizer does, so a deleted access leaves no working key behind.
+func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	storeName := ba.Status.ObjectStore
+	if storeName == "" && len(ba.Spec.Buckets) > 0 {
+		sb := &bkv1.StorageBucket{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.Buckets[0].Name}, sb); err == nil {
+			storeName = sb.Spec.ObjectStoreRef.Name
+		}
+	}
+	store := &bkv1.ObjectStore{}
+	err := r.Get(ctx, types.NamespacedName{Name: storeName}, store)
+	switch {
+	case storeName == "" || apierrors.IsNotFound(err):
+		// Nothing was created, or the store is gone with everything on it.
+		log.FromContext(ctx).Info("no store to revoke the credentials on", "store", storeName)
+	case err != nil:
+		return ctrl.Result{}, err
+	case accessProviderOf(store) == bkv1.AccessProviderIAM:
+		driver, err := r.Access.DriverFor(ctx, store)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		user := iam.UserName(r.ClusterID, string(ba.UID))
+		if err := driver.DeleteUser(ctx, user); err != nil {
+			setCondition(&ba.Status.Conditions, ba.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonRevoking, fmt.Sprintf("revoking the credentials: %v", err))
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Delete", "deleted identity %s, its policy and keys", user)
+	}
+	if err := r.deleteAccessSecret(ctx, ba); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	delete(r.pending, ba.UID)
+	delete(r.applied, ba.UID)
+	r.mu.Unlock()
+	err = patchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// summarize sets Ready, Reconciling and Stalled kstatus-style.
+func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patcher *statusPatcher, err *stepError) (ctrl.Result, error) {
+	conds, gen := &ba.Status.Conditions, ba.Generation
+	if err == nil {
+		msg := fmt.Sprintf("key %s of %s is in Secret %s", ba.Status.AccessKeyID, ba.Status.IdentityName, ba.Spec.SecretName)
+		setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, msg)
+		if ba.Status.Rotation.State == bkv1.RotationIdle {
+			removeCondition(conds, bkv1.ConditionReconciling)
+		} else {
+			setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonRotating, "rotating the key: "+string(ba.Status.Rotation.State))
+		}
+		removeCondition(conds, bkv1.ConditionStalled)
+		ba.Status.ObservedGeneration = gen
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	}
+	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
+	switch {
+	case err.Terminal:
+		if c := findCondition(*conds, bkv1.ConditionStalled); c == nil || c.Reason != err.Reason {
+			patcher.afterWrite(func() {
+				r.Recorder.Eventf(ba, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+			})
+		}
+		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionReconciling)
+		ba.Status.ObservedGeneration = gen
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	case err.Waiting:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
+	default:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", err.Message)
+		return ctrl.Result{}, err
+	}
+}
+
+// asAccessStepError maps IAM errors to condition reasons; anything else as for
+// StorageBuckets.
+func asAccessStepError(err error, doing string) *stepError {
+	if iam.KindOf(err) == iam.KindUnknown {
+		return asStepError(err, doing)
+	}
+	out := &stepError{Message: fmt.Sprintf("%s: %v", doing, err), Err: err}
+	switch iam.KindOf(err) {
+	case iam.KindAccessDenied:
+		out.Reason, out.Terminal = bkv1.ReasonAccessDenied, true
+	case iam.KindInvalidCredentials:
+		out.Reason, out.Terminal = bkv1.ReasonCredentialsInvalid, true
+	case iam.KindInvalid, iam.KindNotImplemented:
+		out.Reason, out.Terminal = bkv1.ReasonConfigFailed, true
+	case iam.KindThrottled:
+		out.Reason = bkv1.ReasonThrottled
+	default:
+		out.Reason = bkv1.ReasonAccessProviderUnavailable
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// currentAccessSecret returns the access's Secret, nil when there is none. A
+// Secret of that name the access does not control is never read for keys nor
+// overwritten.
+func (r *BucketAccessReconciler) currentAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(secret, ba) {
+		return nil, terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+	}
+	return secret, nil
+}
+
+// writeAccessSecretFrom rewrites the Secret's connection details around the key
+// it already holds (buckets or endpoint may have changed).
+func (r *BucketAccessReconciler) writeAccessSecretFrom(ctx context.Context, s *accessScope, secret *corev1.Secret) error {
+	if secret == nil {
+		return nil
+	}
+	return r.writeAccessSecret(ctx, s, string(secret.Data[bkv1.AccessSecretKeyAccessKeyID]), string(secret.Data[bkv1.AccessSecretKeySecretKey]))
+}
+
+// writeAccessSecret creates or updates the Secret with the given key. The Secret is
+// labelled so the manager's cache sees it, and controlled by the access so
+// Kubernetes removes it with the access.
+func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
+	ba := s.ba
+	endpoint := endpointOf(s.store, storeRegion(s.store))
+	data := map[string][]byte{
+		bkv1.AccessSecretKeyAccessKeyID: []byte(keyID),
+		bkv1.AccessSecretKeySecretKey:   []byte(secretKey),
+		bkv1.AccessSecretKeyRegion:      []byte(storeRegion(s.store)),
+		bkv1.AccessSecretKeyEndpoint:    []byte(endpoint),
+		bkv1.AccessSecretKeyBucketNames: []byte(strings.Join(s.names, ",")),
+	}
+	if len(s.grants) > 0 {
+		data[bkv1.AccessSecretKeyBucketName] = []byte(s.grants[0].Bucket)
+	}
+	current := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, current)
+	if apierrors.IsNotFound(err) {
+		want := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, Data: data}
+		setAccessSecretMeta(want, ba)
+		if err := controllerutil.SetControllerReference(ba, want, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+			}
+			return err
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(current, ba) {
+		return terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+	}
+	before := current.DeepCopy()
+	setAccessSecretMeta(current, ba)
+	current.Data = data
+	if maps.EqualFunc(before.Data, current.Data, func(a, b []byte) bool { return string(a) == string(b) }) && maps.Equal(before.Labels, current.Labels) {
+		return nil
+	}
+	return r.Update(ctx, current)
+}
+
+func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
+	secret.Labels[LabelSecretRole] = SecretRoleAccess
+	secret.Labels[bkv1.LabelBucketAccess] = ba.Name
+}
+
+// deleteAccessSecret removes the Secret of an access that is going away. Garbage
+// collection would do it in a cluster; doing it here also keeps a control plane
+// without a garbage collector clean.
+func (r *BucketAccessReconciler) deleteAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) error {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(secret, ba) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, secret))
+}

@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// IndexBucketAccessBucket indexes BucketAccesses by the StorageBuckets they name.
+const IndexBucketAccessBucket = "spec.buckets.name"
+
+// SetupBucketAccessIndexes registers the index the BucketAccess controller uses to
+// find the accesses of a StorageBucket.
+func SetupBucketAccessIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &bkv1.BucketAccess{}, IndexBucketAccessBucket, func(o client.Object) []string {
+		var names []string
+		for _, b := range o.(*bkv1.BucketAccess).Spec.Buckets {
+			names = append(names, b.Name)
+		}
+		return names
+	})
+}
+
+// SetupWithManager wires the BucketAccess controller: its own objects (spec,
+// deletion, the rotate annotation), the Secrets it owns, and the StorageBuckets it
+// waits for.
+func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bkv1.BucketAccess{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
+		Owns(&corev1.Secret{}).
+		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketUsableChanged())).
+		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		Complete(r)
+}
+
+// bucketUsableChanged passes StorageBucket changes that can change an access's
+// verdict: creation, deletion, a new bucket name or Ready status.
+func bucketUsableChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*bkv1.StorageBucket), e.ObjectNew.(*bkv1.StorageBucket)
+		return o.Status.BucketName != n.Status.BucketName || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			conditionIsTrue(o.Status.Conditions, bkv1.ConditionReady) != conditionIsTrue(n.Status.Conditions, bkv1.ConditionReady)
+	}}
+}
+
+func (r *BucketAccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &bkv1.BucketAccessList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexBucketAccessBucket: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, ba := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}})
+	}
+	return out
+}

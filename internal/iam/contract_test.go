@@ -1,0 +1,257 @@
+package iam
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// The contract test runs the driver against real SeaweedFS and Versity servers
+// and proves what a per-access key may and may not do there: the scoping is the
+// servers' own, so only a real server can show it.
+
+// keyLimit is what a third CreateAccessKey answers per server: Versity enforces
+// AWS's two keys per user, SeaweedFS has no limit (the controller keeps at most
+// two either way).
+var keyLimit = map[testenv.S3Kind]Kind{
+	testenv.SeaweedFS: KindUnknown, // succeeds
+	testenv.Versity:   KindLimitExceeded,
+}
+
+func TestContract(t *testing.T) {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			srv := testenv.NewS3(t, kind)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			runContract(ctx, t, srv)
+		})
+	}
+}
+
+func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
+	d := newDriver(t, srv, srv.AccessKeyID, srv.SecretAccessKey)
+	admin := s3Client(t, srv, srv.AccessKeyID, srv.SecretAccessKey)
+	must(t, "Check", d.Check(ctx))
+
+	rw, other, ro := bucket(ctx, t, admin), bucket(ctx, t, admin), bucket(ctx, t, admin)
+	must(t, "admin PutObject ro", admin.PutObject(ctx, ro, "seed", []byte("seed")))
+	must(t, "admin PutObject other", admin.PutObject(ctx, other, "seed", []byte("seed")))
+
+	user := UserName("contract", randomHex(16))
+	t.Cleanup(func() { _ = d.DeleteUser(context.Background(), user) })
+	must(t, "EnsureUser", d.EnsureUser(ctx, user))
+	must(t, "EnsureUser again", d.EnsureUser(ctx, user))
+	grants := []Grant{{Bucket: rw, Mode: ReadWrite}, {Bucket: ro, Mode: ReadOnly}}
+	must(t, "PutPolicy", d.PutPolicy(ctx, user, grants))
+	must(t, "PutPolicy again", d.PutPolicy(ctx, user, grants))
+	key1, err := d.CreateKey(ctx, user)
+	must(t, "CreateKey", err)
+	if key1.ID == "" || key1.Secret == "" {
+		t.Fatalf("CreateKey answered id %q and a secret of %d characters", key1.ID, len(key1.Secret))
+	}
+	keys, err := d.ListKeys(ctx, user)
+	must(t, "ListKeys", err)
+	if len(keys) != 1 || keys[0].ID != key1.ID || keys[0].Secret != "" {
+		t.Fatalf("ListKeys = %+v, want only %s without secret", keys, key1.ID)
+	}
+
+	c1 := s3Client(t, srv, key1.ID, key1.Secret)
+	waitFor(ctx, t, "the new key writes its bucket", func() error { return c1.PutObject(ctx, rw, "app/obj", []byte("hello")) })
+	body, err := c1.GetObject(ctx, rw, "app/obj", 100)
+	must(t, "GetObject own bucket", err)
+	if string(body) != "hello" {
+		t.Errorf("GetObject = %q", body)
+	}
+	_, err = c1.ListObjectVersions(ctx, rw, nil)
+	must(t, "list own bucket", err)
+	must(t, "DeleteObject own bucket", c1.DeleteObject(ctx, rw, "app/obj"))
+
+	denied := func(what string, err error) {
+		t.Helper()
+		if s3.KindOf(err) != s3.KindAccessDenied {
+			t.Errorf("%s: %v, want AccessDenied", what, err)
+		}
+	}
+	denied("PutObject other bucket", c1.PutObject(ctx, other, "x", []byte("x")))
+	_, err = c1.GetObject(ctx, other, "seed", 100)
+	denied("GetObject other bucket", err)
+	denied("CreateBucket", c1.CreateBucket(ctx, "bk-"+randomHex(8), ""))
+	denied("PutBucketPolicy own bucket", c1.PutBucketPolicy(ctx, rw, `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::`+rw+`/*"]}]}`))
+	denied("DeleteBucket own bucket", c1.DeleteBucket(ctx, rw))
+	denied("PutObject read-only bucket", c1.PutObject(ctx, ro, "x", []byte("x")))
+	denied("DeleteObject read-only bucket", c1.DeleteObject(ctx, ro, "seed"))
+	body, err = c1.GetObject(ctx, ro, "seed", 100)
+	must(t, "GetObject read-only bucket", err)
+	if string(body) != "seed" {
+		t.Errorf("GetObject read-only = %q", body)
+	}
+	if _, err := admin.HeadBucket(ctx, other); err != nil {
+		t.Errorf("the other bucket was touched: %v", err)
+	}
+
+	// Rotation's two keys; a third is the server's business.
+	key2, err := d.CreateKey(ctx, user)
+	must(t, "CreateKey 2", err)
+	key3, err := d.CreateKey(ctx, user)
+	if want := keyLimit[srv.Kind]; KindOf(err) != want || (want == KindUnknown && err != nil) {
+		t.Errorf("third CreateKey: %v, want kind %v", err, want)
+	}
+	if err == nil {
+		must(t, "DeleteKey 3", d.DeleteKey(ctx, user, key3.ID))
+	}
+	c2 := s3Client(t, srv, key2.ID, key2.Secret)
+	waitFor(ctx, t, "key 2 works", func() error { return c2.PutObject(ctx, rw, "k2", []byte("2")) })
+
+	// Revocation: a deleted key stops working, the other one does not.
+	must(t, "DeleteKey 1", d.DeleteKey(ctx, user, key1.ID))
+	must(t, "DeleteKey 1 again", d.DeleteKey(ctx, user, key1.ID))
+	waitFor(ctx, t, "key 1 is rejected", func() error {
+		if err := c1.PutObject(ctx, rw, "k1", []byte("1")); err == nil {
+			return fmt.Errorf("key 1 still writes")
+		}
+		return nil
+	})
+	must(t, "key 2 still works", c2.PutObject(ctx, rw, "k2", []byte("2")))
+	keys, err = d.ListKeys(ctx, user)
+	must(t, "ListKeys", err)
+	if len(keys) != 1 || keys[0].ID != key2.ID {
+		t.Errorf("ListKeys after delete = %+v, want only %s", keys, key2.ID)
+	}
+
+	// Teardown leaves nothing, and repeating it is success.
+	must(t, "DeleteUser", d.DeleteUser(ctx, user))
+	must(t, "DeleteUser again", d.DeleteUser(ctx, user))
+	waitFor(ctx, t, "key 2 is rejected", func() error {
+		if err := c2.PutObject(ctx, rw, "k2", []byte("2")); err == nil {
+			return fmt.Errorf("key 2 still writes")
+		}
+		return nil
+	})
+	names, err := ListUserNames(ctx, d)
+	must(t, "ListUsers", err)
+	if slices.Contains(names, user) {
+		t.Errorf("user %s still listed: %v", user, names)
+	}
+	// Versity answers NoSuchEntity like AWS; SeaweedFS an empty list.
+	if keys, err := d.ListKeys(ctx, user); len(keys) > 0 || (err != nil && KindOf(err) != KindNoSuchEntity) {
+		t.Errorf("ListKeys of a deleted user: %v, %v; want no keys or NoSuchEntity", keys, err)
+	}
+}
+
+// TestContractErrors pins the classification of the failures the controller
+// acts on, and that no error carries a secret.
+func TestContractErrors(t *testing.T) {
+	srv := testenv.NewS3(t, testenv.SeaweedFS)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	wrong := "Wrong" + srv.SecretAccessKey[5:]
+	err := newDriver(t, srv, srv.AccessKeyID, wrong).Check(ctx)
+	if k := KindOf(err); k != KindInvalidCredentials && k != KindAccessDenied {
+		t.Errorf("Check with a wrong secret: %v, want InvalidCredentials or AccessDenied", err)
+	}
+	if err != nil && strings.Contains(err.Error(), wrong) {
+		t.Errorf("error carries the secret")
+	}
+
+	addr, err := testenv.FreeAddr()
+	must(t, "FreeAddr", err)
+	closed, err := New(ctx, Config{Endpoint: "http://" + addr, AccessKeyID: "AK", SecretAccessKey: "SK", Timeout: 5 * time.Second})
+	must(t, "New", err)
+	if err := closed.Check(ctx); KindOf(err) != KindUnreachable {
+		t.Errorf("Check of a closed port: %v, want Unreachable", err)
+	}
+
+	d := newDriver(t, srv, srv.AccessKeyID, srv.SecretAccessKey)
+	if err := d.EnsureUser(ctx, "not valid/"); KindOf(err) != KindInvalid {
+		t.Errorf("EnsureUser of an invalid name: %v, want Invalid", err)
+	}
+	if err := d.PutPolicy(ctx, "bk-x", []Grant{{Bucket: "b", Mode: "Everything"}}); KindOf(err) != KindInvalid {
+		t.Errorf("PutPolicy with an unknown mode: %v, want Invalid", err)
+	}
+}
+
+func newDriver(t *testing.T, srv *testenv.S3Server, access, secret string) Driver {
+	t.Helper()
+	d, err := New(context.Background(), Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: access, SecretAccessKey: secret})
+	must(t, "New", err)
+	return d
+}
+
+func s3Client(t *testing.T, srv *testenv.S3Server, access, secret string) s3.Client {
+	t.Helper()
+	c, err := s3.New(context.Background(), s3.Config{
+		Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: access, SecretAccessKey: secret, RequestTimeout: 10 * time.Second,
+	})
+	must(t, "s3.New", err)
+	return c
+}
+
+// bucket creates a fresh bucket as the admin and removes it (emptied) at the end.
+func bucket(ctx context.Context, t *testing.T, admin s3.Client) string {
+	t.Helper()
+	name := "bk-iam-" + randomHex(6)
+	must(t, "CreateBucket "+name, admin.CreateBucket(ctx, name, ""))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		page, err := admin.ListObjectVersions(ctx, name, nil)
+		if err == nil {
+			var ids []s3.ObjectID
+			for _, v := range page.Versions {
+				ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
+			}
+			_ = admin.DeleteObjects(ctx, name, ids)
+		}
+		if err := admin.DeleteBucket(ctx, name); err != nil {
+			t.Errorf("cleanup: delete bucket %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// waitFor polls fn until it returns nil: new and deleted keys reach the S3 side
+// of a server shortly after the IAM call answers (AWS: seconds). Bounded by ctx
+// and 30s.
+func waitFor(ctx context.Context, t *testing.T, what string, fn func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	for {
+		err := fn()
+		if err == nil {
+			t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within 30s: %v", what, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}

@@ -1,0 +1,161 @@
+// Package iam gives each application its own credentials through the standard
+// AWS IAM API, which AWS, Versity S3 Gateway (its standalone IAM service) and
+// SeaweedFS all serve. One IAM user per access object, one inline policy listing
+// its buckets, and at most two access keys (two only while a rotation is under
+// way).
+//
+// Why IAM users and not bucket policies naming keys: a bucket policy is per
+// bucket and per store dialect, while an IAM user with an inline policy spans
+// several buckets, can be read-only, and is revoked by deleting the user, in the
+// same way on every server that speaks IAM.
+//
+// Every method is idempotent: creating what exists adopts it, deleting what is
+// gone succeeds. So a controller can repeat any step after a crash.
+package iam
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Mode is what an access may do in one bucket.
+type Mode string
+
+// Modes.
+const (
+	ReadWrite Mode = "ReadWrite"
+	ReadOnly  Mode = "ReadOnly"
+)
+
+// Grant is one bucket of an access and its mode.
+type Grant struct {
+	Bucket string
+	Mode   Mode
+}
+
+// AccessKey is one key of a user. Secret is set only in CreateKey's answer:
+// IAM never returns a secret again, and this package never logs it.
+type AccessKey struct {
+	ID      string
+	Created time.Time
+	Secret  string
+}
+
+// Driver is everything the operator does on an IAM endpoint. All methods are
+// idempotent and return nil or an *Error (classify with KindOf).
+type Driver interface {
+	// Check sends the cheapest signed call that proves the endpoint answers and
+	// the operator may manage users (ListUsers, one item).
+	Check(ctx context.Context) error
+	// EnsureUser creates the user; an existing user of that name is adopted
+	// (the name carries the owner's identity, see UserName).
+	EnsureUser(ctx context.Context, user string) error
+	// PutPolicy sets the user's one inline policy to the grants.
+	PutPolicy(ctx context.Context, user string, grants []Grant) error
+	// ListKeys returns the user's keys, oldest first, without secrets.
+	ListKeys(ctx context.Context, user string) ([]AccessKey, error)
+	// CreateKey creates a key and returns it with its secret.
+	CreateKey(ctx context.Context, user string) (AccessKey, error)
+	// DeleteKey deletes a key; an unknown key is success.
+	DeleteKey(ctx context.Context, user, keyID string) error
+	// DeleteUser deletes every key, the inline policy and the user; a missing
+	// user is success.
+	DeleteUser(ctx context.Context, user string) error
+}
+
+// PolicyName is the name of the one inline policy each user carries.
+const PolicyName = "bucketkeeper"
+
+// MaxKeys is how many keys a user may have at once: the current one and, during
+// a rotation, its successor (AWS's limit too).
+const MaxKeys = 2
+
+// userNamePattern is IAM's user name syntax.
+var userNamePattern = regexp.MustCompile(`^[\w+=,.@-]{1,64}$`)
+
+// ValidUserName reports whether name is a valid IAM user name.
+func ValidUserName(name string) bool { return userNamePattern.MatchString(name) }
+
+// UserName derives the IAM user of one access object from the operator
+// installation's cluster id and the object's uid: unique per object, the same
+// on every reconcile, and proof of ownership by name alone (Path and tags are
+// not kept by every server). Parts that would make the name invalid or too long
+// are replaced by a hash of themselves.
+func UserName(clusterID, uid string) string {
+	name := "bk-" + clusterID + "-" + uid
+	if ValidUserName(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(clusterID + "/" + uid))
+	return "bk-" + hex.EncodeToString(sum[:])[:40]
+}
+
+// Actions per mode: an explicit Allow-only list, never s3:*, which on real
+// servers also allows DeleteBucket and PutBucketPolicy. Multipart uploads are
+// covered by s3:PutObject (CreateMultipartUpload, UploadPart, Complete).
+var (
+	bucketActions = map[Mode][]string{
+		ReadWrite: {"s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"},
+		ReadOnly:  {"s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketLocation"},
+	}
+	objectActions = map[Mode][]string{
+		ReadWrite: {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
+		ReadOnly:  {"s3:GetObject", "s3:GetObjectVersion"},
+	}
+)
+
+type statement struct {
+	Sid      string   `json:"Sid"`
+	Effect   string   `json:"Effect"`
+	Action   []string `json:"Action"`
+	Resource []string `json:"Resource"`
+}
+
+type policyDocument struct {
+	Version   string      `json:"Version"`
+	Statement []statement `json:"Statement"`
+}
+
+// PolicyDocument renders the inline policy for grants: per mode one statement on
+// the buckets and one on their objects. The output is deterministic (sorted), so
+// an unchanged access writes the same document.
+func PolicyDocument(grants []Grant) (string, error) {
+	byMode := map[Mode][]string{}
+	for _, g := range grants {
+		if g.Bucket == "" {
+			return "", fmt.Errorf("iam: empty bucket name in grant")
+		}
+		if _, ok := bucketActions[g.Mode]; !ok {
+			return "", fmt.Errorf("iam: unknown mode %q for bucket %s", g.Mode, g.Bucket)
+		}
+		byMode[g.Mode] = append(byMode[g.Mode], g.Bucket)
+	}
+	if len(byMode) == 0 {
+		return "", fmt.Errorf("iam: a policy needs at least one bucket")
+	}
+	doc := policyDocument{Version: "2012-10-17"}
+	for _, mode := range []Mode{ReadWrite, ReadOnly} {
+		buckets := byMode[mode]
+		if len(buckets) == 0 {
+			continue
+		}
+		sort.Strings(buckets)
+		var onBuckets, onObjects []string
+		for _, b := range buckets {
+			onBuckets = append(onBuckets, "arn:aws:s3:::"+b)
+			onObjects = append(onObjects, "arn:aws:s3:::"+b+"/*")
+		}
+		doc.Statement = append(doc.Statement,
+			statement{Sid: string(mode) + "Buckets", Effect: "Allow", Action: bucketActions[mode], Resource: onBuckets},
+			statement{Sid: string(mode) + "Objects", Effect: "Allow", Action: objectActions[mode], Resource: onObjects},
+		)
+	}
+	b, err := json.Marshal(doc)
+	return string(b), err
+}
