@@ -88,7 +88,7 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 		}
 	}}
 	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clock.RealClock{},
-		SyncInterval: time.Hour, Prober: &controller.Prober{Clock: clock.RealClock{}, Heartbeat: 5 * time.Minute}}
+		SyncInterval: time.Hour, ClusterID: clusterID, Prober: &controller.Prober{Clock: clock.RealClock{}, Heartbeat: 5 * time.Minute}}
 	for range 100 {
 		if _, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)}); err != nil {
 			t.Fatal(err)

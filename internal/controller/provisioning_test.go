@@ -114,7 +114,7 @@ func TestSecondReconcileChangesNothing(t *testing.T) {
 	stores := &controller.StoreRegistry{Client: wrapped, APIReader: counting, Factory: s3.New,
 		Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(10), Stores: stores,
-		Clock: clock.RealClock{}, SyncInterval: time.Hour}
+		Clock: clock.RealClock{}, SyncInterval: time.Hour, ClusterID: clusterID}
 	res, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
 	must(t, err)
 	if res.RequeueAfter != time.Hour {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -19,12 +20,16 @@ import (
 // leaves a tagged bucket whose name never reached status.bucketName.
 type crashAfterCreate struct {
 	s3.Client
+	bucket   string // only this bucket's first pass is cut short
 	once     *sync.Once
 	created  chan struct{}
 	tagFirst bool
 }
 
 func (c crashAfterCreate) PutBucketTagging(ctx context.Context, bucket string, tags map[string]string) error {
+	if bucket != c.bucket {
+		return c.Client.PutBucketTagging(ctx, bucket, tags)
+	}
 	if c.tagFirst {
 		if err := c.Client.PutBucketTagging(ctx, bucket, tags); err != nil {
 			return err
@@ -44,7 +49,7 @@ func stopMidCreate(t *testing.T, f *fixture, name string, tagFirst bool, mutate 
 	once := &sync.Once{}
 	crashing := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 		c, err := s3.New(ctx, cfg)
-		return crashAfterCreate{Client: c, once: once, created: created, tagFirst: tagFirst}, err
+		return crashAfterCreate{Client: c, bucket: naming.BucketName("", f.ns, name), once: once, created: created, tagFirst: tagFirst}, err
 	}
 	ctx, stopFirst := context.WithCancel(f.ctx)
 	defer stopFirst()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -95,11 +96,17 @@ func truncateMessage(m string) string {
 // is building in obj must not be replaced by the server's older one.
 func patchMetadata[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
 	work := obj.DeepCopyObject().(T)
-	// The optimistic lock matters for lists: a merge patch replaces the whole
-	// finalizers list, so one sent from a stale copy would drop a finalizer another
-	// controller added since. With the lock that patch conflicts and is retried.
-	patch := client.MergeFromWithOptions(work.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
+	base := work.DeepCopyObject().(T)
 	mutate(work)
+	// A merge patch replaces lists whole: one that changes the finalizers from a stale
+	// copy would drop a finalizer another controller added since. Such a patch carries
+	// the optimistic lock, so it conflicts and is retried from a fresh copy. Annotations
+	// are a map, which a merge patch merges key by key: no lock needed there.
+	var opts []client.MergeFromOption
+	if !slices.Equal(base.GetFinalizers(), work.GetFinalizers()) {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	patch := client.MergeFromWithOptions(base, opts...)
 	if err := c.Patch(ctx, work, patch); err != nil {
 		return err
 	}

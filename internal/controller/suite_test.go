@@ -32,10 +32,13 @@ var (
 	k8s      client.Client
 	k8sWatch client.WithWatch
 	cfg      *rest.Config
-	seaweed  *testenv.S3Server
-	versity  *testenv.S3Server
-	requests = &requestLog{}
-	logs     = &testenv.LogBuffer{}
+	// clusterID is what the managers tag buckets with; reconcilers a test builds by
+	// hand need it to recognise those buckets as this cluster's.
+	clusterID string
+	seaweed   *testenv.S3Server
+	versity   *testenv.S3Server
+	requests  = &requestLog{}
+	logs      = &testenv.LogBuffer{}
 
 	// The suite's manager serves the probe webhook here.
 	receiverAddr   string
@@ -61,6 +64,10 @@ func run(m *testing.M) int {
 	}
 	defer stop("control plane", cp.Stop)
 	cfg = cp.Config
+	if clusterID, err = operator.DefaultClusterID(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if seaweed, err = testenv.StartS3(testenv.SeaweedFS); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
