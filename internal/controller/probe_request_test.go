@@ -126,7 +126,8 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 	for i := range values {
 		f.requestProbe(sb, fmt.Sprintf("burst-%02d", i))
 	}
-	if took := time.Since(start); took >= interval {
+	took := time.Since(start)
+	if took >= interval {
 		t.Fatalf("setting %d annotations took %s, not inside one interval; the test cannot judge", values, took)
 	}
 	last := fmt.Sprintf("burst-%02d", values-1)
@@ -145,6 +146,7 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 	if gap := probes[1].Sub(probes[0]); gap < interval-250*time.Millisecond {
 		t.Fatalf("the two probes were %s apart, want at least the interval %s", gap, interval)
 	}
+	t.Logf("%d annotation values in %s: probes at +0 and +%s, %d status writes", values, took.Round(time.Millisecond), probes[1].Sub(probes[0]).Round(time.Millisecond), writes.get())
 	if n := writes.get(); n > 2 {
 		t.Fatalf("%d status writes for %d annotation values, want at most one per probe (2)", n, values)
 	}
@@ -192,6 +194,7 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 	if gap := webhookProbes[0].Sub(probes[1]); gap < interval-250*time.Millisecond {
 		t.Fatalf("the webhook's probe came %s after the previous one, want at least the interval %s", gap, interval)
 	}
+	t.Logf("10 webhook calls: one probe %s after the previous one, %d status writes", webhookProbes[0].Sub(probes[1]).Round(time.Millisecond), writes.get()-writesBefore)
 	if n := writes.get() - writesBefore; n > 1 {
 		t.Fatalf("%d status writes for 10 webhook calls, want 1", n)
 	}
