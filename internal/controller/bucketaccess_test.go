@@ -352,3 +352,26 @@ func TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets(t *testing
 	f.waitKeyRejected(current, rw.Status.BucketName)
 	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
 }
+
+// TestStorageBucketImplicitAccess: spec.access keeps the one-bucket case one object;
+// switching it to None revokes the key.
+func TestStorageBucketImplicitAccess(t *testing.T) {
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+	})
+	sb := f.waitCondition(f.bucket("uploads", func(sb *bkv1.StorageBucket) { sb.Spec.Access = "ReadWrite" }),
+		bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "uploads"}}
+	got := f.waitAccessReady(ba)
+	if !metav1.IsControlledBy(got, sb) {
+		t.Errorf("the implicit access is not controlled by its StorageBucket: %v", got.OwnerReferences)
+	}
+	key := f.secretClient("uploads-access")
+	must(t, key.c.PutObject(f.ctx, sb.Status.BucketName, "file", []byte("x")))
+
+	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), sb))
+	sb.Spec.Access = "None"
+	must(t, k8s.Update(f.ctx, sb))
+	f.waitGone(ba)
+	f.waitKeyRejected(key, sb.Status.BucketName)
+}
