@@ -136,11 +136,22 @@ func TestBucketAccessWaitsAndRefuses(t *testing.T) {
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
 		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
 	})
+	// A StorageBucket of another namespace is never found: names resolve in the
+	// access's own namespace only.
+	other := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+	})
+	other.waitCondition(other.bucket("foreign"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	before := userNames(t, seaweed)
 	ba := f.access("early", "early-creds", bkv1.BucketGrant{Name: "later"})
+	thief := f.access("thief", "thief-creds", bkv1.BucketGrant{Name: "foreign"})
 	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
-	if after := userNames(t, seaweed); len(after) != len(before) {
-		t.Errorf("users changed while the access waited: %v -> %v", before, after)
+	f.waitAccessCondition(thief, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
+	if after := userNames(t, seaweed); !slices.Equal(after, before) {
+		t.Errorf("users changed while the accesses waited: %v -> %v", before, after)
+	}
+	if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "thief-creds"}, &corev1.Secret{}); err == nil {
+		t.Errorf("an access naming another namespace's bucket got a Secret")
 	}
 	f.bucket("later")
 	f.waitAccessReady(ba)
