@@ -97,6 +97,15 @@ type StorageBucketSpec struct {
 	// Suspend stops all reconciliation and probing of this bucket until unset.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Access, on a store whose accessProvider is IAM, gives this bucket its own
+	// credentials without a separate object: ReadWrite or ReadOnly makes an implicit
+	// BucketAccess of the same name, owned by this StorageBucket, writing the Secret
+	// <name>-access. None (or absent) makes none; several buckets or rotation need
+	// an explicit BucketAccess.
+	// +optional
+	// +kubebuilder:validation:Enum=ReadWrite;ReadOnly;None
+	Access string `json:"access,omitempty"`
 }
 
 // ObjectStoreReference names a cluster-scoped ObjectStore.

@@ -136,11 +136,22 @@ func TestBucketAccessWaitsAndRefuses(t *testing.T) {
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
 		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
 	})
+	// A StorageBucket of another namespace is never found: names resolve in the
+	// access's own namespace only.
+	other := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+	})
+	other.waitCondition(other.bucket("foreign"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	before := userNames(t, seaweed)
 	ba := f.access("early", "early-creds", bkv1.BucketGrant{Name: "later"})
+	thief := f.access("thief", "thief-creds", bkv1.BucketGrant{Name: "foreign"})
 	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
-	if after := userNames(t, seaweed); len(after) != len(before) {
-		t.Errorf("users changed while the access waited: %v -> %v", before, after)
+	f.waitAccessCondition(thief, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
+	if after := userNames(t, seaweed); !slices.Equal(after, before) {
+		t.Errorf("users changed while the accesses waited: %v -> %v", before, after)
+	}
+	if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "thief-creds"}, &corev1.Secret{}); err == nil {
+		t.Errorf("an access naming another namespace's bucket got a Secret")
 	}
 	f.bucket("later")
 	f.waitAccessReady(ba)
@@ -276,4 +287,102 @@ func userNames(t *testing.T, srv *testenv.S3Server) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets: one access over
+// two buckets works on both in its modes; a rotation under a client that writes
+// continuously (and re-reads the Secret on a refusal) loses no write; deleting one of
+// its StorageBuckets revokes the key at once, although the bucket is retained.
+func TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets(t *testing.T) {
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+	})
+	rw := f.waitCondition(f.bucket("logs"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	ro := f.waitCondition(f.bucket("models"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	must(t, f.admin.PutObject(f.ctx, ro.Status.BucketName, "model", []byte("weights")))
+	ba := f.access("trainer", "trainer-creds",
+		bkv1.BucketGrant{Name: "logs", Mode: bkv1.AccessReadWrite},
+		bkv1.BucketGrant{Name: "models", Mode: bkv1.AccessReadOnly})
+	f.waitAccessReady(ba)
+	key := f.secretClient("trainer-creds")
+	must(t, key.c.PutObject(f.ctx, rw.Status.BucketName, "line", []byte("1")))
+	if body, err := key.c.GetObject(f.ctx, ro.Status.BucketName, "model", 100); err != nil || string(body) != "weights" {
+		t.Errorf("read of the ReadOnly bucket: %q, %v", body, err)
+	}
+	wantDenied(t, "write into the ReadOnly bucket", key.c.PutObject(f.ctx, ro.Status.BucketName, "x", []byte("x")))
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "trainer-creds"}, secret))
+	if got, want := string(secret.Data[bkv1.AccessSecretKeyBucketNames]), "logs="+rw.Status.BucketName+",models="+ro.Status.BucketName; got != want {
+		t.Errorf("%s = %q, want %q", bkv1.AccessSecretKeyBucketNames, got, want)
+	}
+
+	// A writer that re-reads the Secret when refused, through a rotation.
+	stop, done := make(chan struct{}), make(chan struct{})
+	var writes, lost, rereads int
+	go func() {
+		defer close(done)
+		c := key
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			writes++
+			if err := c.c.PutObject(f.ctx, rw.Status.BucketName, fmt.Sprintf("w/%d", i), []byte("x")); err == nil {
+				continue
+			}
+			rereads++
+			c = f.secretClient("trainer-creds")
+			if err := c.c.PutObject(f.ctx, rw.Status.BucketName, fmt.Sprintf("w/%d", i), []byte("x")); err != nil {
+				lost++
+			}
+		}
+	}()
+	must(t, patchAnnotation(f.ctx, ba, bkv1.AnnotationRotateRequestedAt, "under-load"))
+	f.eventually(90*time.Second, "rotation under load finished", func() error {
+		got := &bkv1.BucketAccess{}
+		must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(ba), got))
+		if r := got.Status.Rotation; r.LastHandledRequest != "under-load" || r.State != bkv1.RotationIdle {
+			return fmt.Errorf("rotation %+v", r)
+		}
+		return nil
+	})
+	f.waitKeyRejected(key, rw.Status.BucketName) // the old key is gone: the writer must have switched
+	close(stop)
+	<-done
+	t.Logf("%d writes, %d re-reads of the Secret, %d lost", writes, rereads, lost)
+	if lost > 0 {
+		t.Errorf("%d of %d writes were lost during the rotation", lost, writes)
+	}
+	current := f.secretClient("trainer-creds")
+	must(t, current.c.PutObject(f.ctx, rw.Status.BucketName, "after", []byte("x")))
+
+	// Deleting one StorageBucket (retained on the store) revokes the key.
+	must(t, k8s.Delete(f.ctx, ro))
+	f.waitKeyRejected(current, rw.Status.BucketName)
+	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
+}
+
+// TestStorageBucketImplicitAccess: spec.access keeps the one-bucket case one object;
+// switching it to None revokes the key.
+func TestStorageBucketImplicitAccess(t *testing.T) {
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+	})
+	sb := f.waitCondition(f.bucket("uploads", func(sb *bkv1.StorageBucket) { sb.Spec.Access = "ReadWrite" }),
+		bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "uploads"}}
+	got := f.waitAccessReady(ba)
+	if !metav1.IsControlledBy(got, sb) {
+		t.Errorf("the implicit access is not controlled by its StorageBucket: %v", got.OwnerReferences)
+	}
+	key := f.secretClient("uploads-access")
+	must(t, key.c.PutObject(f.ctx, sb.Status.BucketName, "file", []byte("x")))
+
+	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), sb))
+	sb.Spec.Access = "None"
+	must(t, k8s.Update(f.ctx, sb))
+	f.waitGone(ba)
+	f.waitKeyRejected(key, sb.Status.BucketName)
 }

@@ -128,6 +128,7 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 		{bkv1.ConditionProvisioned, "provisioning the bucket", r.reconcileBucket},
 		{bkv1.ConditionConfigured, "configuring the bucket", r.reconcileConfiguration},
 		{bkv1.ConditionReady, "writing the connection Secret", r.reconcileConnectionSecret},
+		{bkv1.ConditionReady, "granting the implicit access", r.reconcileImplicitAccess},
 	}
 	var failure *stepError
 	failedCondition := ""
