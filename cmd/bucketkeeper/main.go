@@ -33,6 +33,8 @@ func main() {
 	flag.IntVar(&opts.Concurrency, "concurrency", 4, "StorageBuckets reconciled at once.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", 0, "How often each bucket's configuration is re-read to correct drift (default 10m).")
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often lastProbeTime alone is rewritten in status when the verdict does not change (default 5m).")
+	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", 30*time.Second, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
+	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", 2*time.Minute, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")
 	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", time.Minute, "Probe interval of StorageBuckets that set none.")
 	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets matching this label selector (sharding across deployments).")

@@ -42,6 +42,8 @@ type ObjectStoreReconciler struct {
 	Budget func(store string, perSecond float64, burst int)
 	// Access checks stores whose accessProvider is IAM; may be nil.
 	Access *AccessProviders
+	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
+	ReconcileTimeout time.Duration
 
 	mu          sync.Mutex
 	lastChecked map[string]time.Time
@@ -105,27 +107,41 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
-// healthCheck sends one signed ListBuckets: it proves the endpoint answers, TLS is
-// trusted and the credentials are accepted.
+// healthCheckTimeout bounds one health check (the S3 request timeout applies too).
+const healthCheckTimeout = 10 * time.Second
+
+// healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves
+// the endpoint answers, TLS is trusted and the credentials are accepted, and costs one
+// small page however many buckets the account has.
+//
+// AccessDenied still means Ready: a store answers it only after it has verified the
+// signature, so the credentials are good; the identity is just not allowed to list
+// buckets (s3:ListAllMyBuckets on AWS), which least-privilege setups commonly leave out
+// and which the operator does not need. Only an unknown key or a wrong signature
+// (KindInvalidCredentials) makes the credentials invalid.
 func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.ObjectStore) (reason, message string) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
 		se := asStepError(err, "building the store client")
 		return se.Reason, se.Message
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
-	if _, err := c.ListBuckets(ctx); err != nil {
-		switch s3.KindOf(err) {
-		case s3.KindInvalidCredentials, s3.KindAccessDenied:
-			return bkv1.ReasonCredentialsInvalid, fmt.Sprintf("the store rejected the credentials: %v", err)
-		case s3.KindTLS:
-			return bkv1.ReasonTLSError, fmt.Sprintf("TLS handshake with the store failed: %v", err)
-		default:
-			return bkv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer the health check: %v", err)
-		}
+	err = c.Ping(ctx)
+	if err == nil {
+		return bkv1.ReasonReady, "the store answers and accepts the credentials"
 	}
-	return bkv1.ReasonReady, "the store answers and accepts the credentials"
+	switch s3.KindOf(err) {
+	case s3.KindAccessDenied:
+		return bkv1.ReasonReady, "the store answers and accepts the credentials (the signature was verified); " +
+			"the identity may not list buckets (s3:ListAllMyBuckets), which bucketkeeper does not need"
+	case s3.KindInvalidCredentials:
+		return bkv1.ReasonCredentialsInvalid, fmt.Sprintf("the store rejected the credentials: %v", err)
+	case s3.KindTLS:
+		return bkv1.ReasonTLSError, fmt.Sprintf("TLS handshake with the store failed: %v", err)
+	default:
+		return bkv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer the health check: %v", err)
+	}
 }
 
 // setHealth records the verdict. lastHealthCheckTime moves on every change of verdict

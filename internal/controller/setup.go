@@ -68,7 +68,8 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 
 // SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
 // deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
-// credentials and namespaces its verdicts depend on.
+// credentials and namespaces its verdicts depend on. Each reconcile runs within
+// ReconcileTimeout and inside a slot of its store (see storeslots.go).
 func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt, bkv1.AnnotationDeletionPolicy))).
@@ -76,11 +77,11 @@ func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency
 		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(credentialsSecret())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter(), ReconciliationTimeout: r.ReconcileTimeout})
 	if r.ProbeEvents != nil {
 		b = b.WatchesRawSource(r.ProbeEvents)
 	}
-	return b.Complete(r)
+	return b.Complete(&storeLimitedReconciler{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r})
 }
 
 // SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or
@@ -94,7 +95,7 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(r.Stores.CheckRequests()).
-		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		WithOptions(controller.Options{RateLimiter: rateLimiter(), ReconciliationTimeout: r.ReconcileTimeout}).
 		Complete(r)
 }
 

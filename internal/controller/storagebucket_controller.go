@@ -48,6 +48,9 @@ type StorageBucketReconciler struct {
 	SyncInterval time.Duration
 	// OnStatusWrite is called after every status write (metrics); may be nil.
 	OnStatusWrite func(kind string)
+	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound), on top of
+	// the per-call S3 timeout: whatever waits, a worker is back within this time.
+	ReconcileTimeout time.Duration
 
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober

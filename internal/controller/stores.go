@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,10 +49,19 @@ type StoreRegistry struct {
 	Factory   s3.Factory
 	// Observer is called for every S3 request, with the store's name.
 	Observer func(store, operation string, httpStatus int, err error)
+	// RequestTimeout bounds every S3 call made through the clients handed out
+	// (see s3.Config.RequestTimeout); zero leaves calls without a deadline of
+	// their own.
+	RequestTimeout time.Duration
+	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have
+	// in flight, so a hung store cannot take every worker (see storeslots.go);
+	// zero means no cap.
+	MaxReconcilesPerStore int
 
 	mu      sync.Mutex
 	clients map[string]storeClient
 	checks  chan event.TypedGenericEvent[client.Object]
+	slots   storeSlots
 }
 
 // RequestCheck asks the ObjectStore controller to health-check a store now: a probe
@@ -117,6 +127,7 @@ func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		RequestsPerSecond:     float64(store.Spec.RequestsPerSecond),
 		Burst:                 int(store.Spec.Burst),
+		RequestTimeout:        r.RequestTimeout,
 	}
 	if r.Observer != nil {
 		name := store.Name

@@ -63,6 +63,17 @@ type Options struct {
 	// (default 5m).
 	StatusHeartbeat time.Duration
 
+	// S3RequestTimeout bounds every S3 call, SDK retries included (default 30s); a
+	// probe's shorter timeout still applies to its own calls.
+	S3RequestTimeout time.Duration
+	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
+	ReconcileTimeout time.Duration
+	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
+	// flight, so a store that hangs cannot take every worker. Default: three quarters
+	// of Concurrency and always at least one worker less, so other stores keep at
+	// least one (with Concurrency 1 there is nothing to share: 1).
+	MaxReconcilesPerStore int
+
 	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval.
 	DefaultProbeInterval time.Duration
 	// MinProbeRequestInterval bounds on-demand probes (annotation or webhook) to one
@@ -131,6 +142,15 @@ func (o *Options) defaults() {
 	}
 	if o.MinProbeRequestInterval <= 0 {
 		o.MinProbeRequestInterval = 10 * time.Second
+	}
+	if o.S3RequestTimeout <= 0 {
+		o.S3RequestTimeout = 30 * time.Second
+	}
+	if o.ReconcileTimeout <= 0 {
+		o.ReconcileTimeout = 2 * time.Minute
+	}
+	if o.MaxReconcilesPerStore <= 0 {
+		o.MaxReconcilesPerStore = max(1, min(o.Concurrency-1, (3*o.Concurrency+3)/4))
 	}
 	if o.S3Factory == nil {
 		o.S3Factory = s3.New
@@ -224,10 +244,12 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	stores := &controller.StoreRegistry{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Factory:   opts.S3Factory,
-		Observer:  observe,
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		Factory:               opts.S3Factory,
+		Observer:              observe,
+		RequestTimeout:        opts.S3RequestTimeout,
+		MaxReconcilesPerStore: opts.MaxReconcilesPerStore,
 	}
 
 	access := &controller.AccessProviders{Stores: stores, Factory: opts.IAMFactory}
@@ -287,15 +309,16 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 
 	if err := (&controller.ObjectStoreReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder("bucketkeeper-objectstore"),
-		Stores:        stores,
-		Clock:         opts.Clock,
-		Heartbeat:     opts.StatusHeartbeat,
-		OnStatusWrite: metrics.ObserveStatusWrite,
-		Budget:        scheduler.SetBudget,
-		Access:        access,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Recorder:         mgr.GetEventRecorder("bucketkeeper-objectstore"),
+		Stores:           stores,
+		Clock:            opts.Clock,
+		Heartbeat:        opts.StatusHeartbeat,
+		OnStatusWrite:    metrics.ObserveStatusWrite,
+		Budget:           scheduler.SetBudget,
+		Access:           access,
+		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ObjectStore controller: %w", err)
 	}
@@ -313,15 +336,16 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{
-		Client:        mgr.GetClient(),
-		Recorder:      mgr.GetEventRecorder("bucketkeeper-storagebucket"),
-		Stores:        stores,
-		Clock:         opts.Clock,
-		SyncInterval:  opts.SyncInterval,
-		ClusterID:     opts.ClusterID,
-		OnStatusWrite: metrics.ObserveStatusWrite,
-		Prober:        prober,
-		ProbeEvents:   probeEvents,
+		Client:           mgr.GetClient(),
+		Recorder:         mgr.GetEventRecorder("bucketkeeper-storagebucket"),
+		Stores:           stores,
+		Clock:            opts.Clock,
+		SyncInterval:     opts.SyncInterval,
+		ClusterID:        opts.ClusterID,
+		OnStatusWrite:    metrics.ObserveStatusWrite,
+		Prober:           prober,
+		ProbeEvents:      probeEvents,
+		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}

@@ -30,6 +30,19 @@ func (c *client) ListBuckets(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
+func (c *client) Ping(ctx context.Context) error {
+	return c.call(ctx, "ListBuckets", "", "", func(ctx context.Context) error {
+		// Stores that ignore max-buckets still answer with a single page.
+		_, err := c.api.ListBuckets(ctx, &awss3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+		if err != nil && KindOf(err) == KindInvalid {
+			// A store that predates the parameter may refuse it: its first
+			// page without it proves just as much.
+			_, err = c.api.ListBuckets(ctx, &awss3.ListBucketsInput{})
+		}
+		return err
+	})
+}
+
 func (c *client) CreateBucket(ctx context.Context, bucket, region string) error {
 	in := &awss3.CreateBucketInput{Bucket: aws.String(bucket)}
 	if region != "" && region != DefaultRegion {

@@ -13,10 +13,16 @@ import (
 // are turned into empty results, not errors, so an Observe step can compare
 // desired and actual state without special cases.
 type Client interface {
-	// ListBuckets returns the names of the identity's buckets. The operator
-	// uses it as the store health check: it needs valid credentials but no
-	// bucket.
+	// ListBuckets returns the names of the identity's buckets, every page.
 	ListBuckets(ctx context.Context) ([]string, error)
+	// Ping sends one signed ListBuckets asking for a single bucket: the
+	// store health check. Its answer proves the endpoint answers, TLS is
+	// trusted and the signature was verified; one page keeps it cheap on an
+	// account with very many buckets. KindAccessDenied means the credentials
+	// were accepted but may not list buckets (s3:ListAllMyBuckets), which a
+	// least-privilege identity often may not; KindInvalidCredentials means
+	// the key is unknown or the signature wrong.
+	Ping(ctx context.Context) error
 	// CreateBucket creates bucket. A LocationConstraint is sent only when
 	// region is neither "" nor "us-east-1" (AWS rejects that one
 	// explicitly). Creating an existing bucket fails with

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -60,8 +61,11 @@ type Config struct {
 	// default; meant for throw-away test stores only.
 	InsecureSkipTLSVerify bool
 
-	// RequestTimeout bounds each Client method call, SDK retries included.
-	// Zero means only the caller's context applies.
+	// RequestTimeout bounds each Client method call, SDK retries included,
+	// and is also the transport's wait for response headers, so a store that
+	// accepts connections and never answers fails the call instead of holding
+	// it. A caller's earlier deadline (a probe's own timeout) still wins.
+	// Zero means only the caller's context applies (and no header timeout).
 	RequestTimeout time.Duration
 
 	// RequestsPerSecond and Burst form a token bucket shared by every
@@ -183,9 +187,17 @@ func credentialsFor(ctx context.Context, cfg Config, region string) (aws.Credent
 		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)), nil
 }
 
+// connectTimeout bounds dialing and, separately, the TLS handshake. Both are
+// cut to RequestTimeout when that is shorter, so no phase of a request can
+// outlast the call it belongs to.
+const connectTimeout = 5 * time.Second
+
 // newHTTPClient builds the transport: TLS 1.2+, verification on unless
-// explicitly disabled, CABundle added to the system roots.
-func newHTTPClient(cfg Config) (*awshttp.BuildableClient, error) {
+// explicitly disabled, CABundle added to the system roots, and a deadline on
+// every phase of a request (see connectTimeout and Config.RequestTimeout).
+// The client is frozen: otherwise the SDK's defaults mode would overwrite the
+// dial and handshake timeouts with its own.
+func newHTTPClient(cfg Config) (aws.HTTPClient, error) {
 	tlsCfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: cfg.InsecureSkipTLSVerify, //nolint:gosec // opt-in, documented
@@ -200,9 +212,17 @@ func newHTTPClient(cfg Config) (*awshttp.BuildableClient, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		tr.TLSClientConfig = tlsCfg
-		tr.ForceAttemptHTTP2 = true
-		tr.IdleConnTimeout = 90 * time.Second
-	}), nil
+	connect := connectTimeout
+	if cfg.RequestTimeout > 0 {
+		connect = min(connect, cfg.RequestTimeout)
+	}
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = connect }).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.TLSClientConfig = tlsCfg
+			tr.ForceAttemptHTTP2 = true
+			tr.IdleConnTimeout = 90 * time.Second
+			tr.TLSHandshakeTimeout = connect
+			tr.ResponseHeaderTimeout = cfg.RequestTimeout
+		}).Freeze(), nil
 }

@@ -23,7 +23,10 @@ var contractCases = []contractCase{
 	{"health", func(ctx context.Context, t *testing.T, s *store) {
 		_, err := s.c.ListBuckets(ctx)
 		must(t, "ListBuckets", err)
+		must(t, "Ping", s.c.Ping(ctx))
 	}},
+
+	{"ping asks for one bucket", pingContract},
 
 	{"create twice", func(ctx context.Context, t *testing.T, s *store) {
 		b := s.bucket(t)
@@ -76,6 +79,7 @@ var contractCases = []contractCase{
 		bad, _ := s.client(t, func(c *Config) { c.SecretAccessKey = "wrong" + c.SecretAccessKey[5:] })
 		_, err := bad.ListBuckets(ctx)
 		wantKind(t, s, "ListBuckets wrong secret", err, KindInvalidCredentials)
+		wantKind(t, s, "Ping wrong secret", bad.Ping(ctx), KindInvalidCredentials)
 		_, err = bad.HeadBucket(ctx, b)
 		wantKind(t, s, "HeadBucket wrong secret", err, KindInvalidCredentials)
 	}},
@@ -86,6 +90,7 @@ var contractCases = []contractCase{
 		bad, _ := s.client(t, func(c *Config) { c.AccessKeyID = "AKIAUNKNOWNUNKNOWN00" })
 		_, err := bad.ListBuckets(ctx)
 		wantKind(t, s, "ListBuckets unknown key", err, KindInvalidCredentials)
+		wantKind(t, s, "Ping unknown key", bad.Ping(ctx), KindInvalidCredentials)
 		_, err = bad.HeadBucket(ctx, b)
 		wantKind(t, s, "HeadBucket unknown key", err, KindInvalidCredentials)
 		_, err = bad.HeadBucket(ctx, b+"-missing")

@@ -63,6 +63,17 @@ type S3Server struct {
 	IAMEndpoint string // "http://127.0.0.1:PORT", the AWS IAM API
 	IAMRegion   string // what IAM requests are signed for: "us-east-1"
 
+	// ScopedBucket, ScopedAccessKeyID and ScopedSecretAccessKey (SeaweedFS only,
+	// empty for Versity) are a third, least-privilege identity in the admin's
+	// account: every permission it has is scoped to the one bucket ScopedBucket,
+	// the way an AWS IAM user with a bucket-scoped policy and no
+	// s3:ListAllMyBuckets is. It cannot create buckets, so the bucket does not
+	// exist until a test creates it with the admin client. SeaweedFS answers its
+	// ListBuckets with only the buckets it may see, not AccessDenied.
+	ScopedBucket          string
+	ScopedAccessKeyID     string
+	ScopedSecretAccessKey string
+
 	mu      sync.Mutex
 	bin     string
 	dir     string // everything this server owns lives here
@@ -114,6 +125,11 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 	}
 	if kind == Versity { // its second account is an IAM user, whose key the server makes
 		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""
+	}
+	if kind == SeaweedFS {
+		s.ScopedBucket = "scoped-" + randomString(12, lowerAlnum)
+		s.ScopedAccessKeyID = randomString(20, upperAlnum)
+		s.ScopedSecretAccessKey = randomString(40, anyAlnum)
 	}
 	// A port picked free can be taken before the server binds it; such a start
 	// is retried with fresh ports and a fresh data directory.
@@ -330,6 +346,15 @@ func (s *S3Server) OtherClient() *s3.Client {
 	return s.newClient(s.OtherAccessKeyID, s.OtherSecretAccessKey)
 }
 
+// ScopedClient returns an S3 client for the bucket-scoped identity, or nil if
+// this kind has none.
+func (s *S3Server) ScopedClient() *s3.Client {
+	if s.ScopedAccessKeyID == "" {
+		return nil
+	}
+	return s.newClient(s.ScopedAccessKeyID, s.ScopedSecretAccessKey)
+}
+
 // loopbackHTTP ignores proxy settings: test traffic must stay on 127.0.0.1.
 var loopbackHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}
 
@@ -346,6 +371,7 @@ func (s *S3Server) newClient(access, secret string) *s3.Client {
 const (
 	upperAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	anyAlnum   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
 )
 
 // randomString returns n characters from alphabet, read from crypto/rand.

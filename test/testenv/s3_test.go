@@ -81,6 +81,11 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		t.Logf("other account sees buckets %v", bucketNames(out))
 	}
 
+	// The bucket-scoped identity sees and may touch its bucket only.
+	if scoped := s.ScopedClient(); scoped != nil {
+		testScopedIdentity(ctx, t, s, scoped, bucket)
+	}
+
 	// Outage: the process is gone and requests fail fast.
 	if err := s.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -174,6 +179,40 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		if m, _ := filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", port)); len(m) > 0 {
 			t.Errorf("sockets left behind: %v", m)
 		}
+	}
+}
+
+// testScopedIdentity pins what the least-privilege identity may do: list (only its
+// bucket, one page), read, write and tag its bucket; nothing on the admin's bucket
+// other, and no bucket creation.
+func testScopedIdentity(ctx context.Context, t *testing.T, s *testenv.S3Server, scoped *s3.Client, other string) {
+	t.Helper()
+	mustCreate(ctx, t, s.Client(), s.ScopedBucket)
+	out, err := scoped.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+	if err != nil {
+		t.Fatalf("scoped identity list: %v", err)
+	}
+	if names := bucketNames(out); len(names) != 1 || names[0] != s.ScopedBucket {
+		t.Errorf("scoped identity sees buckets %v, want only %s", names, s.ScopedBucket)
+	}
+	if _, err := scoped.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.ScopedBucket}); err != nil {
+		t.Errorf("scoped identity head of its bucket: %v", err)
+	}
+	if _, err := scoped.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.ScopedBucket, Key: aws.String("scoped.txt"), Body: strings.NewReader("mine"),
+	}); err != nil {
+		t.Errorf("scoped identity write to its bucket: %v", err)
+	}
+	if _, err := scoped.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: &s.ScopedBucket}); err != nil && !strings.HasPrefix(errorCode(err), "NoSuchTagSet") {
+		t.Errorf("scoped identity tagging of its bucket: %v", err)
+	}
+	if _, err := scoped.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &other, Key: aws.String("intruder.txt"), Body: strings.NewReader("no"),
+	}); errorCode(err) != "AccessDenied" {
+		t.Errorf("scoped identity write to another bucket: got %v, want AccessDenied", err)
+	}
+	if code := errorCode(createBucket(ctx, scoped, s.ScopedBucket+"-more")); code != "AccessDenied" {
+		t.Errorf("scoped identity creating a bucket: got %q, want AccessDenied", code)
 	}
 }
 

@@ -92,6 +92,11 @@ func (s *S3Server) configureWeed() error {
 // bucket needs the Admin action, so both identities have it; they sit in
 // different accounts, and a bucket records the identity that created it, so one
 // identity's CreateBucket on the other's bucket gets BucketAlreadyExists.
+//
+// The third identity holds only actions of the form "Action:bucket", which
+// SeaweedFS grants on that bucket alone. "Admin:bucket" is among them because
+// the public-access block and policy writes need the Admin action; scoped to
+// the bucket it still lets the identity create no bucket and see no other.
 func weedS3Config(s *S3Server) any {
 	type cred struct {
 		AccessKey string `json:"accessKey"`
@@ -108,11 +113,17 @@ func weedS3Config(s *S3Server) any {
 		Account     account  `json:"account"`
 	}
 	actions := []string{"Admin", "Read", "List", "Tagging", "Write"}
+	var scoped []string
+	for _, a := range actions {
+		scoped = append(scoped, a+":"+s.ScopedBucket)
+	}
 	return map[string]any{"identities": []identity{
 		{Name: "bucketkeeper-admin", Credentials: []cred{{s.AccessKeyID, s.SecretAccessKey}}, Actions: actions,
 			Account: account{ID: "bucketkeeper", DisplayName: "bucketkeeper"}},
 		{Name: "other-tenant", Credentials: []cred{{s.OtherAccessKeyID, s.OtherSecretAccessKey}}, Actions: actions,
 			Account: account{ID: "other-tenant", DisplayName: "other-tenant"}},
+		{Name: "bucket-scoped", Credentials: []cred{{s.ScopedAccessKeyID, s.ScopedSecretAccessKey}}, Actions: scoped,
+			Account: account{ID: "bucketkeeper", DisplayName: "bucketkeeper"}},
 	}}
 }
 

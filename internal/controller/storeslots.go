@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// Per-store reconcile slots.
+//
+// A StorageBucket reconcile can wait on its store: each S3 call for up to the request
+// timeout, the whole reconcile for up to the reconcile timeout, and all that time it holds
+// one of the controller's workers. A store that accepts connections and never answers would
+// take the workers one bucket after another until none is left, and the buckets of every
+// other store would stall with it. So a store may have at most MaxReconcilesPerStore
+// reconciles in flight. A reconcile that finds its store's slots all taken does not wait for
+// one (waiting would hold the worker after all): it goes back to the queue for
+// storeBusyDelay, and the workers the hung store cannot take keep serving the other stores.
+//
+// The cap counts whole reconciles, not single S3 calls, so a reconcile never stops halfway
+// for want of a slot, and it holds for every path: provisioning, configuration, probes and
+// deletion alike.
+
+// storeBusyDelay is how long a reconcile whose store has no free slot waits before it is
+// tried again; up to half of it again is added at random so that the buckets of a busy
+// store do not return in lockstep.
+const storeBusyDelay = 2 * time.Second
+
+// storeSlots counts in-flight reconciles per store.
+type storeSlots struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+}
+
+// tryAcquire takes one of store's limit slots if one is free and returns the function that
+// gives it back (safe to call more than once). limit <= 0 means no cap.
+func (s *storeSlots) tryAcquire(store string, limit int) (release func(), ok bool) {
+	if limit <= 0 {
+		return func() {}, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[store] >= limit {
+		return nil, false
+	}
+	if s.inFlight == nil {
+		s.inFlight = map[string]int{}
+	}
+	s.inFlight[store]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.inFlight[store]--; s.inFlight[store] <= 0 {
+				delete(s.inFlight, store)
+			}
+		})
+	}, true
+}
+
+// storeLimitedReconciler runs the StorageBucket reconciler inside a slot of the bucket's
+// store (see the comment at the top of this file).
+type storeLimitedReconciler struct {
+	// Reader is the manager's cache: finding the store name costs no API request.
+	Reader client.Reader
+	Stores *StoreRegistry
+	Inner  reconcile.Reconciler
+}
+
+func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sb := &bkv1.StorageBucket{}
+	if err := l.Reader.Get(ctx, req.NamespacedName, sb); err != nil {
+		// Gone or unreadable: the reconciler reports or forgets it without a store.
+		return l.Inner.Reconcile(ctx, req)
+	}
+	store := sb.Spec.ObjectStoreRef.Name
+	release, ok := l.Stores.slots.tryAcquire(store, l.Stores.MaxReconcilesPerStore)
+	if !ok {
+		log.FromContext(ctx).V(1).Info("all reconcile slots of the store are taken; trying again later",
+			"store", store, "slots", l.Stores.MaxReconcilesPerStore)
+		return ctrl.Result{RequeueAfter: storeBusyDelay + rand.N(storeBusyDelay/2)}, nil
+	}
+	defer release()
+	return l.Inner.Reconcile(ctx, req)
+}
