@@ -131,7 +131,9 @@ func TestBucketScopedIdentity(t *testing.T) {
 	wrong := newFixture(t, seaweed, withCredentials("wrong-"+seaweed.ScopedSecretAccessKey[6:]))
 	waitStore(wrong, bkv1.ReasonCredentialsInvalid)
 
-	f := newFixture(t, seaweed, withCredentials(seaweed.ScopedSecretAccessKey))
+	// The admin made the bucket beforehand and lets this store's claims adopt it.
+	f := newFixture(t, seaweed, withCredentials(seaweed.ScopedSecretAccessKey),
+		func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{} })
 	if err := f.admin.CreateBucket(f.ctx, seaweed.ScopedBucket, ""); err != nil && s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
 		t.Fatalf("creating the scoped bucket as admin: %v", err)
 	}
