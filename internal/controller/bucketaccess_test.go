@@ -294,8 +294,20 @@ func userNames(t *testing.T, srv *testenv.S3Server) []string {
 // continuously (and re-reads the Secret on a refusal) loses no write; deleting one of
 // its StorageBuckets revokes the key at once, although the bucket is retained.
 func TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets(t *testing.T) {
-	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+	for _, srv := range []*testenv.S3Server{seaweed, versity} {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testBucketAccessSpans(t, srv)
+		})
+	}
+}
+
+func testBucketAccessSpans(t *testing.T, srv *testenv.S3Server) {
+	f := newFixture(t, srv, func(s *bkv1.ObjectStore) {
 		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+		if srv.IAMEndpoint != srv.Endpoint {
+			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
+		}
 	})
 	rw := f.waitCondition(f.bucket("logs"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	ro := f.waitCondition(f.bucket("models"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
