@@ -25,6 +25,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 )
 
 const (
@@ -58,8 +59,10 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 
 // bootstrap creates what the embedded store needs in the cluster: the namespace,
 // the credentials Secret and the ObjectStore "local" (the sample ObjectStore's
-// settings, pointed at the embedded server, checked every 10s). Both are updated in
-// place on a warm start, so the same buckets stay bound to the same store.
+// settings, pointed at the embedded server, checked every 10s, with the embedded
+// IAM service as its access provider, so a StorageBucket's spec.access gets a key
+// of its own). Both are updated in place on a warm start, so the same buckets stay
+// bound to the same store.
 func bootstrap(ctx context.Context, c client.Client, s *embeddedStore) error {
 	if err := ensureNamespace(ctx, c, systemNamespace); err != nil {
 		return err
@@ -91,6 +94,11 @@ func bootstrap(ctx context.Context, c client.Client, s *embeddedStore) error {
 			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 10 * time.Second}},
 			RequestsPerSecond:    50,
 			Burst:                100,
+			AccessProvider: &bkv1.AccessProvider{
+				Type: bkv1.AccessProviderIAM,
+				// Versity's IAM service signs for us-east-1 whatever the S3 region.
+				IAM: &bkv1.IAMAccessProvider{Endpoint: s.IAMEndpoint, Region: iam.DefaultRegion},
+			},
 		}
 		return nil
 	}); err != nil {
@@ -111,6 +119,20 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 type sampleSet struct {
 	buckets []*unstructured.Unstructured
 	notes   []string // what was skipped and why
+}
+
+// accessKeys returns the keys of the samples that ask for a key of their own
+// (spec.access ReadWrite or ReadOnly): each gets an implicit BucketAccess of the
+// same name.
+func (s *sampleSet) accessKeys() []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, u := range s.buckets {
+		access, _, _ := unstructured.NestedString(u.Object, "spec", "access")
+		if access == string(bkv1.AccessReadWrite) || access == string(bkv1.AccessReadOnly) {
+			out = append(out, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+	return out
 }
 
 // keys returns the samples' namespace/name keys.
@@ -212,9 +234,10 @@ func (s *sampleSet) apply(ctx context.Context, c client.Client, token string) er
 }
 
 // describeNotReady lists, for every sample that is not ready, its conditions and
-// whether this run's probe request was handled: what --exit-when-ready prints when
-// it gives up.
-func describeNotReady(ctx context.Context, c client.Client, keys []types.NamespacedName, token string) string {
+// whether this run's probe request was handled, and for every sample whose key is
+// not issued, its BucketAccess's conditions: what --exit-when-ready prints when it
+// gives up.
+func describeNotReady(ctx context.Context, c client.Client, keys, withAccess []types.NamespacedName, token string) string {
 	var b strings.Builder
 	for _, key := range keys {
 		sb := &bkv1.StorageBucket{}
@@ -231,6 +254,20 @@ func describeNotReady(ctx context.Context, c client.Client, keys []types.Namespa
 		}
 		if sb.Status.LastHandledProbeRequest != token {
 			fmt.Fprintf(&b, "    this run's probe request (%s) has not been handled yet\n", token)
+		}
+	}
+	for _, key := range withAccess {
+		ba := &bkv1.BucketAccess{}
+		if err := c.Get(ctx, key, ba); err != nil {
+			fmt.Fprintf(&b, "  BucketAccess %s: %v\n", key, err)
+			continue
+		}
+		if accessReady(ba) {
+			continue
+		}
+		fmt.Fprintf(&b, "  BucketAccess %s (Secret %q):\n", key, ba.Spec.SecretName)
+		for _, cond := range ba.Status.Conditions {
+			fmt.Fprintf(&b, "    %-12s %-7s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
 	}
 	return b.String()

@@ -35,9 +35,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestDev is the smoke test behind `make dev`: the binary, as built, brings the
-// samples to Ready+Available on a fresh data directory, again on a warm restart of
-// the same directory (same buckets, decided afresh), serves a kubeconfig that
-// works, and on SIGTERM stops within 10 s leaving no process behind.
+// samples to Ready+Available with their keys issued on a fresh data directory,
+// again on a warm restart of the same directory (same buckets, decided afresh),
+// serves a kubeconfig that works, each sample's access Secret alone lets a client
+// use its bucket and no other (keys issued by the first run, across two restarts),
+// and on SIGTERM stops within 10 s leaving no process behind.
 //
 // It runs the default sample set, config/samples/dev: the general samples use
 // lifecycle, which Versity does not implement (the operator rightly reports
@@ -71,8 +73,9 @@ func TestDev(t *testing.T) {
 	// Interactive, as `make dev` runs: the kubeconfig works while it runs, and
 	// SIGTERM stops everything within 10 s.
 	cmd, stderr := startDev(t, bin, peers, args)
-	waitFor(t, stderr, regexp.MustCompile(`Ready and Available`), 2*time.Minute)
+	waitFor(t, stderr, readyLine, 2*time.Minute)
 	assertKubeconfigWorks(t, kubeconfig, len(fresh.buckets))
+	assertSampleKeysScoped(t, kubeconfig, fresh.buckets)
 	begin := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -124,7 +127,9 @@ type devRun struct {
 	buckets    map[string]string // namespace/name -> bucket, from the table's Ready rows
 }
 
-var readyLine = regexp.MustCompile(`Ready and Available (\S+) after start`)
+// readyLine is printed once every sample is Ready and Available and every
+// sample's key is in its Secret.
+var readyLine = regexp.MustCompile(`Ready and Available \(\d+ with a key of their own\) (\S+) after start`)
 
 func runDev(t *testing.T, bin, peers string, args []string) devRun {
 	t.Helper()

@@ -1,8 +1,9 @@
 // Command bucketkeeper-dev runs bucketkeeper on a laptop with no cluster and no cloud
 // account: a real etcd and kube-apiserver (test/testenv, the same harness the tests
 // use), a real S3 server in this process (Versity S3 Gateway's embedgw, posix
-// backend), and the operator's own manager (internal/operator, as the production
-// binary builds it). It applies the sample StorageBuckets and prints a live table of
+// backend, with Versity's standalone IAM service beside it, so each sample gets a
+// key of its own), and the operator's own manager (internal/operator, as the
+// production binary builds it). It applies the sample StorageBuckets and prints a live table of
 // their status; `kubectl --kubeconfig .bucketkeeper-dev/kubeconfig get sb` works
 // alongside.
 //
@@ -35,10 +36,11 @@ type options struct {
 const usageText = `bucketkeeper-dev runs bucketkeeper with no cluster and no cloud account.
 
 It starts a real etcd and kube-apiserver (built by hack/peers/build.sh on first
-use, ~5 min), a Versity S3 Gateway in this process on a free 127.0.0.1 port, and
-the operator; creates the ObjectStore "local" for that store; applies every
-StorageBucket in --samples; and prints a row to stdout whenever a StorageBucket's
-status changes. Progress goes to stderr; the operator's log goes to
+use, ~5 min), a Versity S3 Gateway and its IAM service in this process on free
+127.0.0.1 ports, and the operator; creates the ObjectStore "local" for that store
+(access provider IAM); applies every StorageBucket in --samples; and prints a row
+to stdout whenever a StorageBucket's status changes. A sample with spec.access
+gets its own key, scoped to its bucket, in the Secret <name>-access. Progress goes to stderr; the operator's log goes to
 bucketkeeper-dev.log in the data directory (or to stderr with -v).
 
 While it runs:
@@ -54,11 +56,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bucketkeeper-dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dataDir, "data-dir", "", "Keep etcd's data, the buckets' contents and the store's credentials and port in `DIR` between runs, so a restart finds the same buckets. Default: a fresh temporary directory removed on exit.")
+	fs.StringVar(&o.dataDir, "data-dir", "", "Keep etcd's data, the buckets' contents, the IAM users and the store's credentials and ports in `DIR` between runs, so a restart finds the same buckets and keys. Default: a fresh temporary directory removed on exit.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", filepath.Join(".bucketkeeper-dev", "kubeconfig"), "Write the kubeconfig for the dev cluster to `FILE` (rewritten on every start, removed on exit).")
 	fs.StringVar(&o.samples, "samples", filepath.Join("config", "samples", "dev"), "Apply the StorageBuckets in `PATH`, a YAML file or a directory of them (ObjectStores there are skipped: the embedded store's replaces them).")
-	fs.IntVar(&o.s3Port, "s3-port", 0, "Serve S3 on 127.0.0.1:`PORT`. Default: the port of the last run with this --data-dir if free, else any free port.")
-	fs.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "Exit 0 once every sample is Ready=True and Available=True as decided by this run (a fresh probe), or 1 after --timeout, printing the conditions that are not.")
+	fs.IntVar(&o.s3Port, "s3-port", 0, "Serve S3 on 127.0.0.1:`PORT`. Default: the port of the last run with this --data-dir if free, else any free port. The IAM API takes the port of the last run if free, else any free port.")
+	fs.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "Exit 0 once every sample is Ready=True and Available=True as decided by this run (a fresh probe) and every sample with spec.access has its key in its Secret, or 1 after --timeout, printing the conditions that are not.")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "With --exit-when-ready: how long to wait, from the moment the control plane is up (a first-run build of the peers does not count).")
 	fs.BoolVar(&o.verbose, "v", false, "Also write the operator's log to stderr.")
 	fs.Usage = func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,7 +127,7 @@ func run(o *options) int {
 		return fail("S3 store: %v", err)
 	}
 	cleanups.push(store.Stop)
-	progress("Versity S3 Gateway serving %s (credentials in Secret %s/%s)", store.Endpoint, systemNamespace, credentialsName)
+	progress("Versity S3 Gateway serving %s, its IAM service %s (root credentials in Secret %s/%s)", store.Endpoint, store.IAMEndpoint, systemNamespace, credentialsName)
 
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 50, 100 // the production binary's defaults
@@ -159,15 +161,27 @@ func run(o *options) int {
 	})
 
 	token := time.Now().UTC().Format(time.RFC3339Nano)
-	tbl := newTable(table, samples.keys(), token, func() {
-		progress("all %d sample StorageBuckets Ready and Available %s after start", len(samples.buckets), since(start))
+	withAccess := samples.accessKeys()
+	tbl := newTable(table, samples.keys(), withAccess, token, func() {
+		keys := ""
+		if len(withAccess) > 0 {
+			keys = fmt.Sprintf(" (%d with a key of their own)", len(withAccess))
+		}
+		progress("all %d sample StorageBuckets Ready and Available%s %s after start", len(samples.buckets), keys, since(start))
+	}, func(ba *bkv1.BucketAccess) {
+		progress("%s/%s: key %s, scoped to its bucket, in Secret %s", ba.Namespace, ba.Name, ba.Status.AccessKeyID, ba.Spec.SecretName)
 	})
-	inf, err := mgr.GetCache().GetInformer(ctx, &bkv1.StorageBucket{})
-	if err == nil {
-		_, err = inf.AddEventHandler(tbl.handler())
-	}
-	if err != nil {
-		return fail("watching StorageBuckets: %v", err)
+	for obj, h := range map[client.Object]toolscache.ResourceEventHandler{
+		&bkv1.StorageBucket{}: tbl.handler(),
+		&bkv1.BucketAccess{}:  tbl.accessHandler(),
+	} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err == nil {
+			_, err = inf.AddEventHandler(h)
+		}
+		if err != nil {
+			return fail("watching %T: %v", obj, err)
+		}
 	}
 	if err := samples.apply(ctx, c, token); err != nil {
 		return fail("%v", err)
@@ -187,7 +201,7 @@ func run(o *options) int {
 	case <-ready:
 		return 0
 	case <-deadline:
-		progress("not ready after %s:\n%s", o.timeout, strings.TrimRight(describeNotReady(context.Background(), c, samples.keys(), token), "\n"))
+		progress("not ready after %s:\n%s", o.timeout, strings.TrimRight(describeNotReady(context.Background(), c, samples.keys(), withAccess, token), "\n"))
 		if o.dataDir != "" {
 			progress("operator log: %s", filepath.Join(o.dataDir, "bucketkeeper-dev.log"))
 		} else if !o.verbose {

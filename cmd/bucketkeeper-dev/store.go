@@ -18,46 +18,88 @@ import (
 )
 
 // storeState is what a --data-dir must remember about the embedded store besides
-// the bucket contents: the credentials (the ObjectStore's Secret and every bucket's
-// owner are tied to them) and the port, so the ObjectStore's endpoint stays the
-// same and a warm start does not re-reconcile every bucket for a new endpoint.
+// the bucket contents and the IAM users: the credentials (the ObjectStore's Secret
+// and every bucket's owner are tied to them) and the ports, so the ObjectStore's
+// endpoints stay the same and a warm start does not re-reconcile every bucket for a
+// new endpoint.
 type storeState struct {
 	AccessKeyID     string `json:"accessKeyID"`
 	SecretAccessKey string `json:"secretAccessKey"`
 	Port            int    `json:"port"`
+	IAMPort         int    `json:"iamPort"`
 }
 
-// embeddedStore is Versity S3 Gateway running in this process.
+// embeddedStore is Versity S3 Gateway and its standalone IAM service, both running
+// in this process: the IAM service serves the AWS IAM API on IAMEndpoint (the
+// operator creates a user and key per BucketAccess there) and answers the
+// gateway's identity and policy questions on a unix socket.
 type embeddedStore struct {
 	storeState
-	Endpoint string
-	Region   string
+	Endpoint    string
+	IAMEndpoint string
+	Region      string
 
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error // RunVersityGW's result, valid after done
+	gateway, iam *service
+	done         chan struct{} // closed when either service has stopped
+	socketDir    string        // a temporary directory for the socket, removed on Stop; "" when it lives in the store's directory
 }
 
-// healthPath answers unauthenticated GETs, so startup can wait for the listener
-// without signing a request. It masks a bucket of the same name, which the
-// operator's "<prefix>-<namespace>-<name>-<hash>" names never are.
+// service is one embedgw server running in a goroutine.
+type service struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // the Run function's result, valid after done
+}
+
+func startService(name string, run func(context.Context) error) *service {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &service{name: name, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.err = run(ctx)
+	}()
+	return s
+}
+
+// stop cancels the service and waits for it, at most until deadline: a stuck
+// shutdown must not hold up the control plane's.
+func (s *service) stop(deadline <-chan time.Time) {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-deadline:
+	}
+}
+
+// healthPath answers unauthenticated GETs on both servers, so startup can wait for
+// the listeners without signing a request. On the gateway it masks a bucket of the
+// same name, which the operator's "<prefix>-<namespace>-<name>-<hash>" names never
+// are.
 const healthPath = "/healthz"
+
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path is 108
+// bytes with the terminating NUL), with a margin.
+const maxSocketPath = 100
 
 // startStore runs Versity's posix backend on dir/objects, with object metadata in
 // the dir/meta sidecar (no xattrs, so tmpfs and overlayfs work) and versions in
 // dir/versions (without it Versity answers PutBucketVersioning with 501, and the
-// samples enable versioning). port 0 reuses the port remembered in dir, else any
-// free one.
+// samples enable versioning), and its IAM service with users in dir/iam. port 0
+// reuses the ports remembered in dir, else any free ones.
 //
 // posix.New chdirs the whole process into dir/objects, so dir must be absolute and
-// every path used later must already be absolute; embedgw allows one gateway per
-// process.
+// every path used later must already be absolute; embedgw allows one gateway and
+// one IAM service per process.
 func startStore(dir string, port int) (*embeddedStore, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("store directory %q is not absolute", dir)
 	}
-	objects, metaDir, versions := filepath.Join(dir, "objects"), filepath.Join(dir, "meta"), filepath.Join(dir, "versions")
-	for _, d := range []string{objects, metaDir, versions} {
+	objects, metaDir, versions, iamDir := filepath.Join(dir, "objects"), filepath.Join(dir, "meta"), filepath.Join(dir, "versions"), filepath.Join(dir, "iam")
+	for _, d := range []string{objects, metaDir, versions, iamDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -66,32 +108,62 @@ func startStore(dir string, port int) (*embeddedStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	socket, socketDir, err := iamSocketPath(dir)
+	if err != nil {
+		return nil, err
+	}
 	fixed := port != 0
-	if !fixed {
-		port = st.Port
+	if fixed {
+		st.Port = port
 	}
 	var lastErr error
 	for range 3 {
-		if !fixed && (port == 0 || !portFree(port)) {
-			if port, err = freePort(); err != nil {
-				return nil, err
+		if !fixed && (st.Port == 0 || !portFree(st.Port)) {
+			if st.Port, err = freePort(); err != nil {
+				break
 			}
 		}
-		st.Port = port
-		s, err := runStore(st, objects, metaDir, versions)
+		if st.IAMPort == 0 || st.IAMPort == st.Port || !portFree(st.IAMPort) {
+			if st.IAMPort, err = freePort(); err != nil {
+				break
+			}
+		}
+		s, err := runStore(st, objects, metaDir, versions, iamDir, socket)
 		if err == nil {
+			s.socketDir = socketDir
 			return s, saveState(filepath.Join(dir, "state.json"), st)
 		}
 		lastErr = err
-		if fixed {
-			break
+		if !fixed {
+			st.Port = 0 // taken between the check and the bind: pick another
 		}
-		port = 0 // taken between the check and the bind: pick another
+		st.IAMPort = 0
+	}
+	if socketDir != "" {
+		_ = os.RemoveAll(socketDir)
+	}
+	if lastErr == nil {
+		lastErr = err
 	}
 	return nil, lastErr
 }
 
-func runStore(st storeState, objects, metaDir, versions string) (*embeddedStore, error) {
+// iamSocketPath is where the IAM service's private API listens: in the store's
+// directory (mode 0600, so only this user's processes may even ask), or, when that
+// path is too long for a unix socket, in a fresh temporary directory of mode 0700.
+func iamSocketPath(dir string) (socket, tempDir string, err error) {
+	socket = filepath.Join(dir, "iam.sock")
+	if len(socket) <= maxSocketPath {
+		return socket, "", nil
+	}
+	tempDir, err = os.MkdirTemp("", "bucketkeeper-dev-")
+	if err != nil {
+		return "", "", err
+	}
+	return filepath.Join(tempDir, "iam.sock"), tempDir, nil
+}
+
+func runStore(st storeState, objects, metaDir, versions, iamDir, socket string) (*embeddedStore, error) {
 	sidecar, err := meta.NewSideCar(metaDir)
 	if err != nil {
 		return nil, err
@@ -100,27 +172,56 @@ func runStore(st storeState, objects, metaDir, versions string) (*embeddedStore,
 	if err != nil {
 		return nil, fmt.Errorf("versity posix backend: %w", err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", st.Port)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &embeddedStore{storeState: st, Endpoint: "http://" + addr, Region: "us-east-1", cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		s.err = embedgw.RunVersityGW(ctx, be, &embedgw.Config{
+	addr, iamAddr := fmt.Sprintf("127.0.0.1:%d", st.Port), fmt.Sprintf("127.0.0.1:%d", st.IAMPort)
+	s := &embeddedStore{storeState: st, Endpoint: "http://" + addr, IAMEndpoint: "http://" + iamAddr, Region: "us-east-1", done: make(chan struct{})}
+
+	// The IAM service first: the gateway asks its socket for the protocol version
+	// as it starts.
+	s.iam = startService("versity IAM service", func(ctx context.Context) error {
+		return embedgw.RunIAMAPI(ctx, &embedgw.IAMConfig{
 			RootUserAccess:    st.AccessKeyID,
 			RootUserSecret:    st.SecretAccessKey,
-			Region:            s.Region,
-			Ports:             []string{addr},
-			MaxConnections:    1000,
-			MaxRequests:       1000,
-			MultipartMaxParts: 10000,
+			Ports:             []string{iamAddr},
+			MaxConnections:    100,
+			MaxRequests:       100,
 			HealthPath:        healthPath,
-			Quiet:             true, // no banner, no per-request lines
+			PrivatePorts:      []string{socket},
+			PrivateSocketPerm: "0600",
+			IAMDir:            iamDir,
+			Quiet:             true,
+			// Nothing in the dev setup federates an OIDC provider; never dial out.
+			DisableOIDCThumbprintAutoFetch: true,
 		})
-	}()
-	if err := s.waitServing(10 * time.Second); err != nil {
+	})
+	if err := waitServing(s.iam, s.IAMEndpoint, 10*time.Second); err != nil {
+		s.iam.stop(time.After(3 * time.Second))
+		return nil, err
+	}
+	s.gateway = startService("versity gateway", func(ctx context.Context) error {
+		return embedgw.RunVersityGW(ctx, be, &embedgw.Config{
+			RootUserAccess:        st.AccessKeyID,
+			RootUserSecret:        st.SecretAccessKey,
+			Region:                s.Region,
+			Ports:                 []string{addr},
+			MaxConnections:        1000,
+			MaxRequests:           1000,
+			MultipartMaxParts:     10000,
+			HealthPath:            healthPath,
+			StandaloneIAMEndpoint: socket,
+			Quiet:                 true, // no banner, no per-request lines
+		})
+	})
+	if err := waitServing(s.gateway, s.Endpoint, 10*time.Second); err != nil {
 		s.Stop()
 		return nil, err
 	}
+	go func() {
+		select {
+		case <-s.gateway.done:
+		case <-s.iam.done:
+		}
+		close(s.done)
+	}()
 	return s, nil
 }
 
@@ -148,18 +249,18 @@ func (s sidecarFix) StoreAttribute(f *os.File, bucket, object, attribute string,
 	return s.SideCar.StoreAttribute(f, bucket, object, attribute, value)
 }
 
-// waitServing polls the health path until the listener answers, the gateway
+// waitServing polls the health path until the listener answers, the service
 // returns (a port taken after all) or the deadline passes.
-func (s *embeddedStore) waitServing(timeout time.Duration) error {
+func waitServing(svc *service, endpoint string, timeout time.Duration) error {
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
-			return fmt.Errorf("versity gateway on %s exited at start: %v", s.Endpoint, s.err)
+		case <-svc.done:
+			return fmt.Errorf("%s on %s exited at start: %v", svc.name, endpoint, svc.err)
 		default:
 		}
-		if resp, err := hc.Get(s.Endpoint + healthPath); err == nil {
+		if resp, err := hc.Get(endpoint + healthPath); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -167,22 +268,33 @@ func (s *embeddedStore) waitServing(timeout time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("versity gateway on %s not serving after %s", s.Endpoint, timeout)
+	return fmt.Errorf("%s on %s not serving after %s", svc.name, endpoint, timeout)
 }
 
-// Done is closed when the gateway has stopped, for whatever reason.
+// Done is closed when the gateway or the IAM service has stopped, for whatever
+// reason.
 func (s *embeddedStore) Done() <-chan struct{} { return s.done }
 
-// Err is why the gateway stopped; valid after Done.
-func (s *embeddedStore) Err() error { return s.err }
+// Err is why the store stopped; valid after Done.
+func (s *embeddedStore) Err() error {
+	for _, svc := range []*service{s.gateway, s.iam} {
+		select {
+		case <-svc.done:
+			return fmt.Errorf("%s: %v", svc.name, svc.err)
+		default:
+		}
+	}
+	return nil
+}
 
-// Stop shuts the gateway down and waits for it (bounded: a stuck shutdown must not
-// hold up the control plane's).
+// Stop shuts down the gateway, then the IAM service it asks, and waits for both
+// (bounded: a stuck shutdown must not hold up the control plane's).
 func (s *embeddedStore) Stop() {
-	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(3 * time.Second):
+	deadline := time.After(3 * time.Second)
+	s.gateway.stop(deadline)
+	s.iam.stop(deadline)
+	if s.socketDir != "" {
+		_ = os.RemoveAll(s.socketDir)
 	}
 }
 

@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // TestStore: the embedded store serves the operator's ReadWrite canary round trip
-// again and again on a versioned bucket (the sidecar delete-marker fix), and a
-// restart on the same directory brings back the same credentials, port and buckets.
+// again and again on a versioned bucket (the sidecar delete-marker fix); its IAM
+// service, driven by the operator's own IAM driver, issues a key scoped to one
+// bucket (it writes there and is denied on another); and a restart on the same
+// directory brings back the same credentials, ports, buckets and IAM users.
 func TestStore(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -48,6 +51,24 @@ func TestStore(t *testing.T) {
 			t.Fatalf("round %d: delete: %v", i, err)
 		}
 	}
+	const other = "dev-store-other"
+	if err := c.CreateBucket(ctx, other, st.Region); err != nil {
+		t.Fatal(err)
+	}
+	drv := iamDriver(ctx, t, st)
+	const user = "bk-dev-store-test"
+	if err := drv.EnsureUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.PutPolicy(ctx, user, []iam.Grant{{Bucket: bucket, Mode: iam.ReadWrite}}); err != nil {
+		t.Fatal(err)
+	}
+	userKey, err := drv.CreateKey(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertScoped(ctx, t, st, userKey, bucket, other)
+
 	first := st.storeState
 	st.Stop()
 	select {
@@ -67,6 +88,38 @@ func TestStore(t *testing.T) {
 	if _, err := storeClient(ctx, t, st).HeadBucket(ctx, bucket); err != nil {
 		t.Errorf("bucket gone after restart: %v", err)
 	}
+	assertScoped(ctx, t, st, userKey, bucket, other) // the user and its key outlive a restart
+}
+
+// assertScoped: key writes to bucket and is denied (403, AccessDenied) on other.
+func assertScoped(ctx context.Context, t *testing.T, st *embeddedStore, key iam.AccessKey, bucket, other string) {
+	t.Helper()
+	c, err := s3.New(ctx, s3.Config{
+		Endpoint: st.Endpoint, Region: st.Region, ForcePathStyle: true,
+		AccessKeyID: key.ID, SecretAccessKey: key.Secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutObject(ctx, bucket, "scoped", []byte("mine")); err != nil {
+		t.Errorf("scoped key: put to its own bucket %s: %v", bucket, err)
+	}
+	err = c.PutObject(ctx, other, "scoped", []byte("not mine"))
+	if s3.KindOf(err) != s3.KindAccessDenied {
+		t.Errorf("scoped key: put to %s = %v (%s), want AccessDenied", other, err, s3.KindOf(err))
+	}
+}
+
+func iamDriver(ctx context.Context, t *testing.T, st *embeddedStore) iam.Driver {
+	t.Helper()
+	d, err := iam.New(ctx, iam.Config{
+		Endpoint: st.IAMEndpoint, Region: st.Region,
+		AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func storeClient(ctx context.Context, t *testing.T, st *embeddedStore) s3.Client {

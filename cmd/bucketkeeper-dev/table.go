@@ -16,18 +16,22 @@ import (
 )
 
 // table prints one row per StorageBucket change to out, the way `kubectl get sb -w`
-// would, and tells when every sample is ready. It is fed by an informer event
-// handler: rows are written from one goroutine in event order, and only when
+// would, and tells when every sample is ready: the bucket Ready and Available, and,
+// for a sample that asks for access, its key in its Secret. It is fed by informer
+// event handlers: rows are written from one goroutine in event order, and only when
 // something shown (or any condition) changed, so a heartbeat that rewrites nothing
 // prints nothing.
 type table struct {
 	out     io.Writer
 	samples map[types.NamespacedName]bool // value: ready in this run
+	access  map[types.NamespacedName]bool // samples with spec.access; value: key issued
 	token   string                        // this run's probe request
 	ready   chan struct{}                 // closed once every sample is ready
 	onReady func()
+	onKey   func(*bkv1.BucketAccess) // once per sample, when its key is in its Secret
 
 	mu      sync.Mutex
+	closed  bool                            // ready is closed
 	last    map[types.NamespacedName]string // signature of the last printed row
 	widths  []int
 	started bool
@@ -35,10 +39,13 @@ type table struct {
 
 var columns = []string{"NAMESPACE", "NAME", "BUCKET", "READY", "AVAILABLE", "LAST-PROBE", "MESSAGE"}
 
-func newTable(out io.Writer, samples []types.NamespacedName, token string, onReady func()) *table {
+// newTable watches samples; those in withAccess are ready only once their implicit
+// BucketAccess (same name) has written a key to its Secret.
+func newTable(out io.Writer, samples, withAccess []types.NamespacedName, token string, onReady func(), onKey func(*bkv1.BucketAccess)) *table {
 	t := &table{
-		out: out, token: token, onReady: onReady,
+		out: out, token: token, onReady: onReady, onKey: onKey,
 		samples: map[types.NamespacedName]bool{},
+		access:  map[types.NamespacedName]bool{},
 		ready:   make(chan struct{}),
 		last:    map[types.NamespacedName]string{},
 		// Wide enough for the samples' usual values, so rows line up without
@@ -47,6 +54,9 @@ func newTable(out io.Writer, samples []types.NamespacedName, token string, onRea
 	}
 	for _, k := range samples {
 		t.samples[k] = false
+	}
+	for _, k := range withAccess {
+		t.access[k] = false
 	}
 	return t
 }
@@ -93,16 +103,53 @@ func (t *table) update(obj any) {
 	}
 	if wasReady, isSample := t.samples[key]; isSample && !wasReady && sampleReady(sb, t.token) {
 		t.samples[key] = true
-		for _, r := range t.samples {
+		t.checkReadyLocked()
+	}
+}
+
+// accessHandler is the BucketAccess informer's event handler: it marks a sample's
+// key as issued once its implicit BucketAccess is Ready.
+func (t *table) accessHandler() toolscache.ResourceEventHandler {
+	update := func(obj any) {
+		ba, ok := obj.(*bkv1.BucketAccess)
+		if !ok || !accessReady(ba) {
+			return
+		}
+		key := types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if issued, wanted := t.access[key]; wanted && !issued {
+			t.access[key] = true
+			if t.onKey != nil {
+				t.onKey(ba)
+			}
+			t.checkReadyLocked()
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    update,
+		UpdateFunc: func(_, obj any) { update(obj) },
+	}
+}
+
+// checkReadyLocked closes ready once every sample and every sample's key is ready;
+// t.mu is held.
+func (t *table) checkReadyLocked() {
+	if t.closed {
+		return
+	}
+	for _, m := range []map[types.NamespacedName]bool{t.samples, t.access} {
+		for _, r := range m {
 			if !r {
 				return
 			}
 		}
-		if t.onReady != nil {
-			t.onReady()
-		}
-		close(t.ready)
 	}
+	t.closed = true
+	if t.onReady != nil {
+		t.onReady()
+	}
+	close(t.ready)
 }
 
 // printRow pads every column but the last to its width; t.mu is held.
@@ -132,6 +179,13 @@ func sampleReady(sb *bkv1.StorageBucket, token string) bool {
 	return r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == sb.Generation &&
 		a != nil && a.Status == metav1.ConditionTrue &&
 		sb.Status.LastHandledProbeRequest == token
+}
+
+// accessReady: the BucketAccess is Ready for its current generation, which it is
+// only once its key is in its Secret.
+func accessReady(ba *bkv1.BucketAccess) bool {
+	r := apimeta.FindStatusCondition(ba.Status.Conditions, bkv1.ConditionReady)
+	return r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == ba.Generation && ba.Status.AccessKeyID != ""
 }
 
 func condStatus(sb *bkv1.StorageBucket, typ string) string {
