@@ -109,7 +109,14 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if sb.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
 		r.Prober.forget(req.NamespacedName)
+		markSuspended(sb)
 		return ctrl.Result{}, nil
+	}
+	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
+		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
+		// sets Ready, Reconciling and Stalled afresh.
+		removeCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
+		removeCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
 	}
 
 	return r.reconcileNormal(ctx, sb, patcher)
@@ -206,6 +213,20 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", detail)
 		return ctrl.Result{}, err
 	}
+}
+
+// markSuspended records the suspension the way kstatus reads it: Suspended=True says
+// why nothing happens, Reconciling=False that nothing is in progress, and Ready, the
+// other conditions and Stalled keep the last verdict, which still describes the bucket
+// as it was left. observedGeneration moves on: the operator has seen this spec and its
+// answer to it is to do nothing, so kstatus does not wait for a reconcile that never
+// comes.
+func markSuspended(sb *bkv1.StorageBucket) {
+	const msg = "reconciliation and probing are suspended (spec.suspend); the other conditions are as last verified"
+	conds, gen := &sb.Status.Conditions, sb.Generation
+	setCondition(conds, gen, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended, msg)
+	setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionFalse, bkv1.ReasonSuspended, msg)
+	sb.Status.ObservedGeneration = gen
 }
 
 // lastVerified says whether the bucket has a verdict for its current spec: it was
