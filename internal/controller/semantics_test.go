@@ -101,7 +101,9 @@ func TestObjectStoreKstatus(t *testing.T) {
 		{"unreachable", func(s *bkv1.ObjectStore) { s.Spec.Endpoint = "http://" + addr }, bkv1.ReasonStoreUnreachable, status.InProgressStatus, bkv1.ConditionReconciling},
 		{"badcreds", func(s *bkv1.ObjectStore) { s.Spec.CredentialsSecretRef.Name = "wrong-credentials" }, bkv1.ReasonCredentialsInvalid, status.FailedStatus, bkv1.ConditionStalled},
 		{"nocreds", func(s *bkv1.ObjectStore) { s.Spec.CredentialsSecretRef.Name = "no-such-secret" }, bkv1.ReasonCredentialsMissing, status.FailedStatus, bkv1.ConditionStalled},
-		{"tls", func(s *bkv1.ObjectStore) { s.Spec.Endpoint = strings.Replace(seaweed.Endpoint, "http://", "https://", 1) }, bkv1.ReasonTLSError, status.FailedStatus, bkv1.ConditionStalled},
+		{"tls", func(s *bkv1.ObjectStore) {
+			s.Spec.Endpoint = strings.Replace(seaweed.Endpoint, "http://", "https://", 1)
+		}, bkv1.ReasonTLSError, status.FailedStatus, bkv1.ConditionStalled},
 	}
 	for _, tc := range cases {
 		name := f.extraStore(tc.name, tc.mutate)
