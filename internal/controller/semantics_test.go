@@ -264,3 +264,27 @@ func TestStoreBlipKeepsReady(t *testing.T) {
 		t.Errorf("the outage flipped provisioned buckets (%d versions):\n%s", len(flips), strings.Join(flips, "\n"))
 	}
 }
+
+// TestBucketAccessKstatus: a BucketAccess waiting for its bucket is InProgress, one
+// whose store cannot issue keys is Failed, and one whose key is issued is Current.
+func TestBucketAccessKstatus(t *testing.T) {
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+		if seaweed.IAMEndpoint != seaweed.Endpoint {
+			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: seaweed.IAMEndpoint}
+		}
+	})
+	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
+	ba := f.access("early", "early-creds", bkv1.BucketGrant{Name: "later", Mode: bkv1.AccessReadWrite})
+	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
+	f.waitKstatus("BucketAccess", objKey(ba), status.InProgressStatus)
+	f.bucket("later")
+	f.waitAccessReady(ba)
+	f.waitKstatus("BucketAccess", objKey(ba), status.CurrentStatus)
+
+	plain := newFixture(t, seaweed) // no IAM access provider
+	plain.bucket("data")
+	refused := plain.access("nokeys", "nokeys-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadOnly})
+	plain.waitAccessCondition(refused, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonAccessProviderNotIAM)
+	plain.waitKstatus("BucketAccess", objKey(refused), status.FailedStatus)
+}
