@@ -17,6 +17,9 @@ const (
 	ConditionConfigured = "Configured"
 	// ConditionAvailable carries the verdict of the last health probe of the bucket.
 	ConditionAvailable = "Available"
+	// ConditionSuspended is True while spec.suspend stops all work on a StorageBucket;
+	// the other conditions then keep the last verdict.
+	ConditionSuspended = "Suspended"
 	// ConditionAccessProviderReady is True when a store's IAM endpoint answers and
 	// lets the operator manage users.
 	ConditionAccessProviderReady = "AccessProviderReady"

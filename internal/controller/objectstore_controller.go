@@ -166,18 +166,34 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		store.Status.LastHealthCheckTime = &t
 	}
 	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, status, reason, message)
-	if status == metav1.ConditionTrue {
-		removeCondition(&store.Status.Conditions, bkv1.ConditionStalled)
+	// Reconciling and Stalled are what kstatus (and every GitOps tool built on it)
+	// reads: without them a store that answered once and then went away would count
+	// as Current. They never both hold, as kstatus reads whichever comes first.
+	conds := &store.Status.Conditions
+	switch {
+	case status == metav1.ConditionTrue:
+		removeCondition(conds, bkv1.ConditionReconciling)
+		removeCondition(conds, bkv1.ConditionStalled)
 		store.Status.ObservedGeneration = store.Generation
-		return
-	}
-	switch reason {
-	case bkv1.ReasonCredentialsMissing, bkv1.ReasonCredentialsInvalid, bkv1.ReasonTLSError:
-		setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	case terminalStoreReason(reason):
+		// Retrying cannot help: a person must fix the credentials or the trust.
+		removeCondition(conds, bkv1.ConditionReconciling)
+		setCondition(conds, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
 		store.Status.ObservedGeneration = store.Generation
 	default:
-		removeCondition(&store.Status.Conditions, bkv1.ConditionStalled)
+		// Unreachable or not yet checked: the next health check may succeed.
+		removeCondition(conds, bkv1.ConditionStalled)
+		setCondition(conds, store.Generation, bkv1.ConditionReconciling, metav1.ConditionTrue, reason, message)
 	}
+}
+
+// terminalStoreReason says whether a health verdict needs a person to act.
+func terminalStoreReason(reason string) bool {
+	switch reason {
+	case bkv1.ReasonCredentialsMissing, bkv1.ReasonCredentialsInvalid, bkv1.ReasonTLSError:
+		return true
+	}
+	return false
 }
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion

@@ -58,6 +58,7 @@ type StorageBucketReconciler struct {
 	ProbeEvents source.Source
 
 	synced syncMemo
+	purges purgeMemo
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -108,7 +109,14 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if sb.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
 		r.Prober.forget(req.NamespacedName)
+		markSuspended(sb)
 		return ctrl.Result{}, nil
+	}
+	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
+		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
+		// sets Ready, Reconciling and Stalled afresh.
+		removeCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
+		removeCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
 	}
 
 	return r.reconcileNormal(ctx, sb, patcher)
@@ -169,6 +177,17 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 	}
 
+	if err.Reason == bkv1.ReasonStoreUnreachable && lastVerified(sb) {
+		// A store outage says nothing new about a bucket that was verified: Ready keeps
+		// that verdict, Available=Unknown (reconcileAvailability) and the ObjectStore's
+		// own conditions carry the outage. Flipping Ready here would turn every
+		// application's health red, with two status writes per bucket, for a blip.
+		if err.Waiting {
+			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil // the store's watch wakes us
+		}
+		log.FromContext(ctx).Info("store unreachable; will retry", "error", err.Error())
+		return ctrl.Result{}, err
+	}
 	if failed != "" && failed != bkv1.ConditionReady && !err.Waiting {
 		setCondition(conds, gen, failed, metav1.ConditionFalse, err.Reason, err.Message)
 	}
@@ -194,6 +213,31 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", detail)
 		return ctrl.Result{}, err
 	}
+}
+
+// markSuspended records the suspension the way kstatus reads it: Suspended=True says
+// why nothing happens, Reconciling=False that nothing is in progress, and Ready, the
+// other conditions and Stalled keep the last verdict, which still describes the bucket
+// as it was left. observedGeneration moves on: the operator has seen this spec and its
+// answer to it is to do nothing, so kstatus does not wait for a reconcile that never
+// comes.
+func markSuspended(sb *bkv1.StorageBucket) {
+	const msg = "reconciliation and probing are suspended (spec.suspend); the other conditions are as last verified"
+	conds, gen := &sb.Status.Conditions, sb.Generation
+	setCondition(conds, gen, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended, msg)
+	setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionFalse, bkv1.ReasonSuspended, msg)
+	sb.Status.ObservedGeneration = gen
+}
+
+// lastVerified says whether the bucket has a verdict for its current spec: it was
+// provisioned and the current generation reached a final Ready verdict. Only such a
+// verdict outlives a store outage; a bucket never provisioned, or whose spec changed
+// since, keeps waiting with Ready=False.
+func lastVerified(sb *bkv1.StorageBucket) bool {
+	ready := findCondition(sb.Status.Conditions, bkv1.ConditionReady)
+	return conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
+		sb.Status.ObservedGeneration == sb.Generation &&
+		ready != nil && ready.ObservedGeneration == sb.Generation
 }
 
 // warnOnce emits a Warning event when a terminal reason first appears (once the status
@@ -281,7 +325,7 @@ func storeHealth(store *bkv1.ObjectStore) error {
 		return nil
 	case ready.Reason == bkv1.ReasonStoreUnreachable:
 		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable; its status has the details", store.Name)
-	case ready.Reason == bkv1.ReasonCredentialsMissing, ready.Reason == bkv1.ReasonCredentialsInvalid, ready.Reason == bkv1.ReasonTLSError:
+	case terminalStoreReason(ready.Reason):
 		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
 	default:
 		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready (%s); its status has the details", store.Name, ready.Reason)

@@ -30,7 +30,7 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	}
 	r.synced.forget(client.ObjectKeyFromObject(sb))
 
-	done, err := r.deleteExternal(ctx, sb)
+	done, err := r.deleteExternal(ctx, sb, patcher)
 	if err != nil {
 		se := asStepError(err, "carrying out the deletion policy")
 		if se.Reason == bkv1.ReasonBucketNotEmpty {
@@ -45,6 +45,7 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	if !done {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	r.purges.forget(sb.UID)
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -79,7 +80,7 @@ func knownBucket(sb *bkv1.StorageBucket) string {
 // bucket from status, the create intent, or (when a first pass was cut short before
 // either was written) the name the claim would use, and acts only on a bucket whose tags
 // say it is this object's, or that this object's intent proves it created.
-func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket) (bool, error) {
+func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (bool, error) {
 	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketAbandoned", "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
 			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
@@ -108,7 +109,7 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 		policy = bkv1.DeletionPolicyRetain
 	}
 
-	done, err := r.deleteOwnedBucket(ctx, sb, store, bucket, policy)
+	done, err := r.deleteOwnedBucket(ctx, sb, patcher, store, bucket, policy)
 	if err != nil && (known == "" || policy == bkv1.DeletionPolicyRetain || policy == "") {
 		// Retain never blocks on the store: the bucket stays either way, and a later
 		// claim of the same cluster, namespace and name binds it again (see released).
@@ -123,7 +124,7 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 }
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.
-func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
+func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
 		return false, err
@@ -156,7 +157,7 @@ func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, c, bucket)
 	case bkv1.DeletionPolicyPurge:
-		return r.purgeBucket(ctx, sb, c, bucket)
+		return r.purgeBucket(ctx, sb, patcher, c, bucket)
 	default:
 		return r.releaseBucket(ctx, sb, c, bucket, tags)
 	}
@@ -182,7 +183,7 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 		return true, nil
 	case s3.KindNotEmpty:
 		return false, &stepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
-			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy %s deletes only an empty bucket", bucket, sb.Spec.DeletionPolicy)}
+			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy Delete deletes only an empty bucket: empty it, or set deletionPolicy Purge to delete its contents too", bucket)}
 	}
 	if err != nil {
 		return false, asStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
@@ -191,10 +192,16 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 	return true, nil
 }
 
-// purgeBucket deletes every object version and delete marker a few pages at a time, then
-// the bucket. Each pass starts listing afresh, so an interrupted purge simply resumes.
-func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string) (bool, error) {
-	deleted := 0
+// purgeBucket aborts incomplete multipart uploads and deletes every object version and
+// delete marker, a few pages at a time, then the bucket. Each pass starts listing
+// afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
+// most every purgeReportInterval (see purgeProgress), not on every pass.
+func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, c s3.Client, bucket string) (bool, error) {
+	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket)
+	if err != nil {
+		return false, err
+	}
+	deleted, versionsLeft := 0, false
 	var page *s3.PageToken
 	for range purgePagesPerPass {
 		res, err := c.ListObjectVersions(ctx, bucket, page)
@@ -212,17 +219,56 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 			deleted += len(ids)
 		}
 		if res.Next == nil {
-			if deleted == 0 {
-				return r.deleteBucket(ctx, sb, c, bucket)
-			}
-			break // the next pass lists again and confirms the bucket is empty
+			break
 		}
-		page = res.Next
+		page, versionsLeft = res.Next, true
 	}
-	msg := fmt.Sprintf("purging bucket %q: deleted %d object versions in this pass, more may remain", bucket, deleted)
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg)
+	progress := r.purges.pass(sb.UID, deleted, aborted)
+	if deleted == 0 && aborted == 0 && !uploadsLeft && !versionsLeft {
+		// The listings found nothing: the bucket should be empty now.
+		err := c.DeleteBucket(ctx, bucket)
+		switch s3.KindOf(err) {
+		case s3.KindNotFound:
+			r.purges.forget(sb.UID)
+			return true, nil
+		case s3.KindNotEmpty:
+			// Written to since it was listed (or a store with hidden leftovers): the
+			// next pass lists again. Not an error a person has to act on.
+		default:
+			if err != nil {
+				return false, asStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
+			}
+			r.purges.forget(sb.UID)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
+			return true, nil
+		}
+	}
+	if r.purges.reportDue(sb.UID, r.Clock.Now()) {
+		msg := fmt.Sprintf("purging bucket %q: %s; %s", bucket, progress.totals(), progress.left(versionsLeft || uploadsLeft))
+		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
+		patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
+	}
 	return false, nil
+}
+
+// abortUploads aborts one page of the bucket's incomplete multipart uploads: they hold
+// data (and, on some stores, the bucket) although no listing of objects shows them.
+// more says another page remains. A store that cannot list uploads has none to abort.
+func abortUploads(ctx context.Context, c s3.Client, bucket string) (aborted int, more bool, err error) {
+	page, err := c.ListMultipartUploads(ctx, bucket, nil)
+	if s3.KindOf(err) == s3.KindNotImplemented {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, asStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
+	}
+	for _, u := range page.Uploads {
+		if err := c.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil {
+			return aborted, false, asStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
+		}
+		aborted++
+	}
+	return aborted, page.Next != nil, nil
 }
 
 func deletionVerb(p bkv1.DeletionPolicy) string {

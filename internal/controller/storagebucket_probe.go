@@ -149,11 +149,17 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	if p == nil {
 		return 0
 	}
-	if scope.s3 == nil {
-		if failure != nil && failure.Reason == bkv1.ReasonStoreUnreachable {
-			r.recordProbe(patcher, sb, probeResult{status: metav1.ConditionUnknown, reason: bkv1.ReasonStoreUnreachable,
-				message: fmt.Sprintf("ObjectStore %q is unreachable; the bucket is probed again when it is back", sb.Spec.ObjectStoreRef.Name)}, p.Clock.Now(), false)
+	if failure != nil && failure.Reason == bkv1.ReasonStoreUnreachable {
+		// Known from the store's health check (no client) or from a step of this pass:
+		// either way the bucket's availability is unknown until the store answers.
+		r.recordProbe(patcher, sb, probeResult{status: metav1.ConditionUnknown, reason: bkv1.ReasonStoreUnreachable,
+			message: fmt.Sprintf("ObjectStore %q is unreachable; the bucket is probed again when it is back", sb.Spec.ObjectStoreRef.Name)}, p.Clock.Now(), false)
+		if scope.store != nil {
+			r.Stores.RequestCheck(scope.store.Name)
 		}
+		return 0
+	}
+	if scope.s3 == nil {
 		return 0
 	}
 	if sb.Status.BucketName != scope.bucket || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {

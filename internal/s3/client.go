@@ -78,6 +78,14 @@ type Client interface {
 	// *DeleteObjectsError; deleting a missing key is not a failure.
 	DeleteObjects(ctx context.Context, bucket string, objects []ObjectID) error
 
+	// ListMultipartUploads returns one page of the bucket's incomplete
+	// multipart uploads, starting at page (nil for the first); Next is nil
+	// on the last page.
+	ListMultipartUploads(ctx context.Context, bucket string, page *UploadPageToken) (MultipartUploadPage, error)
+	// AbortMultipartUpload discards an incomplete upload and its parts; an
+	// upload already gone (NoSuchUpload) is not a failure.
+	AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error
+
 	// PutObject, GetObject and DeleteObject serve the small canary object
 	// used to prove that a bucket really accepts data.
 	PutObject(ctx context.Context, bucket, key string, body []byte) error

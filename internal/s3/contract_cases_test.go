@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 type contractCase struct {
@@ -288,6 +291,47 @@ var contractCases = []contractCase{
 		if err != nil || len(res.Versions) != 0 {
 			t.Errorf("after emptying: %+v, %v", res, err)
 		}
+		must(t, "DeleteBucket", s.c.DeleteBucket(ctx, b))
+	}},
+
+	{"multipart uploads", func(ctx context.Context, t *testing.T, s *store) {
+		b := s.bucket(t)
+		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
+		page, err := s.c.ListMultipartUploads(ctx, b, nil)
+		must(t, "ListMultipartUploads of a new bucket", err)
+		if len(page.Uploads) != 0 || page.Next != nil {
+			t.Errorf("new bucket lists uploads: %+v", page)
+		}
+		// The operator never starts uploads; the SDK underneath the client does.
+		api := s.c.(*client).api
+		var started []string
+		for _, key := range []string{"big/one", "big/two"} {
+			out, err := api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(key)})
+			must(t, "CreateMultipartUpload "+key, err)
+			started = append(started, key+"@"+aws.ToString(out.UploadId))
+		}
+		page, err = s.c.ListMultipartUploads(ctx, b, nil)
+		must(t, "ListMultipartUploads", err)
+		var listed []string
+		for _, u := range page.Uploads {
+			listed = append(listed, u.Key+"@"+u.UploadID)
+		}
+		sort.Strings(listed)
+		if !reflect.DeepEqual(listed, started) {
+			t.Errorf("listed uploads %v, want %v", listed, started)
+		}
+		for _, u := range page.Uploads {
+			must(t, "AbortMultipartUpload "+u.Key, s.c.AbortMultipartUpload(ctx, b, u.Key, u.UploadID))
+		}
+		page, err = s.c.ListMultipartUploads(ctx, b, nil)
+		must(t, "ListMultipartUploads after aborting", err)
+		if len(page.Uploads) != 0 {
+			t.Errorf("uploads left after aborting: %+v", page.Uploads)
+		}
+		// Aborting an upload that is gone is not a failure (a purge pass may repeat).
+		err = s.c.AbortMultipartUpload(ctx, b, "big/one", strings.Split(started[0], "@")[1])
+		answer(t, s, "AbortMultipartUpload of an aborted upload", err)
+		must(t, "AbortMultipartUpload again", err)
 		must(t, "DeleteBucket", s.c.DeleteBucket(ctx, b))
 	}},
 

@@ -95,6 +95,7 @@ var codeKinds = map[string]Kind{
 	"NotFound":      KindNotFound, // HeadBucket/HeadObject 404 without a body
 	"NoSuchKey":     KindNotFound,
 	"NoSuchVersion": KindNotFound,
+	"NoSuchUpload":  KindNotFound,
 	// "No such configuration" answers; the Get* methods turn these into
 	// empty results, but if one escapes it is still a not-found.
 	"NoSuchTagSet":                          KindNotFound,
