@@ -225,8 +225,10 @@ loop:
 	}
 	n := int(probes() - probesBefore)
 	t.Logf("60s, 50 buckets, 10s interval: %d probes, %d writes to the objects", n, writes)
-	if n < 250 || n > 350 {
-		t.Errorf("%d probes in 60s; want about 300 (one per bucket per interval)", n)
+	// More than one probe per bucket per interval is a fault; fewer is a loaded
+	// machine lagging the schedule (the scheduler's own test pins the spread).
+	if n < 200 || n > 350 {
+		t.Errorf("%d probes in 60s; want about 300 (one per bucket per interval), never more", n)
 	}
 	if writes > 50 {
 		t.Errorf("%d object writes in 60s for 50 healthy buckets; want at most one heartbeat each", writes)
