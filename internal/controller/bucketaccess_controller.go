@@ -282,28 +282,11 @@ func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketA
 		ba.Status.ObservedGeneration = gen
 		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 	}
-	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
-	switch {
-	case err.Terminal:
-		if c := findCondition(*conds, bkv1.ConditionStalled); c == nil || c.Reason != err.Reason {
-			patcher.afterWrite(func() {
-				r.Recorder.Eventf(ba, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
-			})
-		}
-		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionReconciling)
-		ba.Status.ObservedGeneration = gen
-		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
-	case err.Waiting:
-		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionStalled)
-		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
-	default:
-		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionStalled)
-		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", err.Message)
-		return ctrl.Result{}, err
-	}
+	return summarizeFailure(ctx, conds, gen, &ba.Status.ObservedGeneration, err, r.SyncInterval, func() {
+		patcher.afterWrite(func() {
+			r.Recorder.Eventf(ba, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+		})
+	})
 }
 
 // asAccessStepError maps IAM errors to condition reasons; anything else as for

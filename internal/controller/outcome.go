@@ -1,10 +1,15 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -82,4 +87,35 @@ func asStepError(err error, doing string) *stepError {
 		out.Reason = bkv1.ReasonProgressing
 	}
 	return out
+}
+
+// summarizeFailure writes the kstatus verdict of a failed pass onto conds: Ready=False
+// with the failure, then Stalled=True when a person must act (terminal; warn is called
+// when that reason first appears), or Reconciling=True while waiting or retrying. It
+// returns the reconcile's result and moves observedGeneration only for a final verdict.
+func summarizeFailure(ctx context.Context, conds *[]metav1.Condition, gen int64, observed *int64, err *stepError, syncInterval time.Duration, warn func()) (ctrl.Result, error) {
+	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
+	switch {
+	case err.Terminal:
+		if c := findCondition(*conds, bkv1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue || c.Reason != err.Reason {
+			warn()
+		}
+		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionReconciling)
+		*observed = gen
+		return ctrl.Result{RequeueAfter: syncInterval}, nil
+	case err.Waiting:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		return ctrl.Result{RequeueAfter: syncInterval}, nil
+	default:
+		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
+		removeCondition(conds, bkv1.ConditionStalled)
+		detail := err.Message
+		if err.Err != nil {
+			detail = err.Err.Error() // the full text, which the condition may shorten for tenants
+		}
+		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", detail)
+		return ctrl.Result{}, err
+	}
 }

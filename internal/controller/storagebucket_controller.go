@@ -191,28 +191,11 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 	if failed != "" && failed != bkv1.ConditionReady && !err.Waiting {
 		setCondition(conds, gen, failed, metav1.ConditionFalse, err.Reason, err.Message)
 	}
-	setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionFalse, err.Reason, err.Message)
-	switch {
-	case err.Terminal:
-		r.warnOnce(patcher, sb, err)
-		setCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionReconciling)
-		sb.Status.ObservedGeneration = gen
-		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
-	case err.Waiting:
-		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionStalled)
-		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
-	default:
-		setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, err.Reason, err.Message)
-		removeCondition(conds, bkv1.ConditionStalled)
-		detail := err.Message
-		if err.Err != nil {
-			detail = err.Err.Error() // the full text, which the condition may shorten for tenants
-		}
-		log.FromContext(ctx).Info("will retry", "reason", err.Reason, "error", detail)
-		return ctrl.Result{}, err
-	}
+	return summarizeFailure(ctx, conds, gen, &sb.Status.ObservedGeneration, err, r.SyncInterval, func() {
+		patcher.afterWrite(func() {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
+		})
+	})
 }
 
 // markSuspended records the suspension the way kstatus reads it: Suspended=True says
@@ -238,17 +221,6 @@ func lastVerified(sb *bkv1.StorageBucket) bool {
 	return conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
 		sb.Status.ObservedGeneration == sb.Generation &&
 		ready != nil && ready.ObservedGeneration == sb.Generation
-}
-
-// warnOnce emits a Warning event when a terminal reason first appears (once the status
-// recording it is written), not on every sync of an object that stays stalled.
-func (r *StorageBucketReconciler) warnOnce(patcher *statusPatcher, sb *bkv1.StorageBucket, err *stepError) {
-	if c := findCondition(sb.Status.Conditions, bkv1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue && c.Reason == err.Reason {
-		return
-	}
-	patcher.afterWrite(func() {
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
-	})
 }
 
 // reconcileStore finds the ObjectStore, checks that this namespace may use it and that
