@@ -153,3 +153,8 @@ const (
 	// (bucket.endpoint). Always present.
 	SecretKeyForcePathStyle = "BUCKET_FORCE_PATH_STYLE"
 )
+
+// CanaryPrefix is where ReadWrite probes write their canary object (named after the
+// StorageBucket's UID, deleted after every probe). Event notifications for keys under
+// it are ignored by the webhook; filter them out of a bucket's notifications as well.
+const CanaryPrefix = ".bucketkeeper/probe/"
