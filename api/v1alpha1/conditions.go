@@ -142,3 +142,22 @@ const (
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	LabelManagedByValue = "bucketkeeper"
 )
+
+// Keys the connection Secret of a StorageBucket and the Secret of a BucketAccess carry
+// besides the endpoint, region and keys, so that an application with only the Secret
+// can reach a self-hosted store.
+const (
+	// SecretKeyCABundle holds the store's spec.caBundle (PEM), present only when the
+	// store has one. Mount the Secret as a volume and point AWS_CA_BUNDLE at this key's
+	// file: the AWS SDKs read that variable as a path, not as PEM text.
+	SecretKeyCABundle = "BUCKET_CA_BUNDLE"
+	// SecretKeyForcePathStyle is "true" when the store addresses buckets as
+	// endpoint/bucket (spec.forcePathStyle), "false" for virtual-hosted style
+	// (bucket.endpoint). Always present.
+	SecretKeyForcePathStyle = "BUCKET_FORCE_PATH_STYLE"
+)
+
+// CanaryPrefix is where ReadWrite probes write their canary object (named after the
+// StorageBucket's UID, deleted after every probe). Event notifications for keys under
+// it are ignored by the webhook; filter them out of a bucket's notifications as well.
+const CanaryPrefix = ".bucketkeeper/probe/"

@@ -58,6 +58,7 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 	if len(s.grants) > 0 {
 		data[bkv1.AccessSecretKeyBucketName] = []byte(s.grants[0].Bucket)
 	}
+	addStoreTransport(data, s.store)
 	current := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, current)
 	if apierrors.IsNotFound(err) {

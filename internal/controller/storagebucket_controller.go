@@ -243,16 +243,18 @@ func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *buc
 	if err := storeHealth(store); err != nil {
 		return err
 	}
-	c, err := r.Stores.ClientFor(ctx, store)
+	// Requests for the bucket are signed for the bucket's own region.
+	region := sb.Spec.Region
+	if region == "" {
+		region = storeRegion(store)
+	}
+	c, err := r.Stores.ClientForRegion(ctx, store, region)
 	if err != nil {
 		return err
 	}
 	scope.store, scope.s3 = store, c
 	scope.bucket = bucketNameFor(sb, store)
-	scope.region = sb.Spec.Region
-	if scope.region == "" {
-		scope.region = storeRegion(store)
-	}
+	scope.region = region
 	return nil
 }
 

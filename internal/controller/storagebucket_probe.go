@@ -23,7 +23,7 @@ import (
 
 // CanaryPrefix is where ReadWrite probes write their canary object; each bucket's
 // canary is named after the StorageBucket's UID and deleted after every probe.
-const CanaryPrefix = ".bucketkeeper/probe/"
+const CanaryPrefix = bkv1.CanaryPrefix
 
 // ProbeScheduler wakes a StorageBucket when its next probe is due: an event source
 // outside the cluster, fed by the reconciler after every probe.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,6 +158,7 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		KeyAWSRegion:      []byte(scope.region),
 		KeyAWSEndpointS3:  []byte(endpoint),
 	}
+	addStoreTransport(data, scope.store)
 	ref := scope.store.Spec.ApplicationCredentialsSecretRef
 	if ref == nil || accessProviderOf(scope.store) != bkv1.AccessProviderStatic {
 		return data, nil // IAM keys go to BucketAccess Secrets; None means no keys
@@ -175,4 +177,15 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		data[KeyAWSSessionToken] = token
 	}
 	return data, nil
+}
+
+// addStoreTransport adds what a client needs besides the endpoint to talk to the store
+// the way the operator does: the CA bundle it trusts and the addressing style. Without
+// them an application of a self-hosted store with a private CA or without wildcard DNS
+// cannot connect with the Secret alone.
+func addStoreTransport(data map[string][]byte, store *bkv1.ObjectStore) {
+	data[bkv1.SecretKeyForcePathStyle] = []byte(strconv.FormatBool(store.Spec.ForcePathStyle))
+	if store.Spec.CABundle != "" {
+		data[bkv1.SecretKeyCABundle] = []byte(store.Spec.CABundle)
+	}
 }

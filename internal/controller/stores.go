@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,7 @@ type StoreRegistry struct {
 	MaxReconcilesPerStore int
 
 	mu      sync.Mutex
-	clients map[string]storeClient
+	clients map[string]*storeClients
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
 }
@@ -88,9 +89,13 @@ func (r *StoreRegistry) checkEvents() chan event.TypedGenericEvent[client.Object
 	return r.checks
 }
 
-type storeClient struct {
-	version string
-	client  s3.Client
+// storeClients are the clients of one store: one per signing region, all sharing the
+// store's request budget (limiter), rebuilt together when the store or its credentials
+// change (version).
+type storeClients struct {
+	version  string
+	limiter  *rate.Limiter
+	byRegion map[string]s3.Client
 }
 
 // StoreError is a problem with a store's configuration or credentials, reported with
@@ -102,9 +107,21 @@ type StoreError struct {
 
 func (e *StoreError) Error() string { return e.Message }
 
-// ClientFor returns the S3 client for store, building it when the store's generation or
-// its credentials changed since the last call.
+// ClientFor returns the S3 client for store, signing for the store's region, building
+// it when the store's generation or its credentials changed since the last call.
 func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
+	return r.ClientForRegion(ctx, store, storeRegion(store))
+}
+
+// ClientForRegion returns a client for store that signs requests for region: a bucket
+// whose spec.region differs from the store's must be addressed with its own region
+// (AWS refuses a signature scoped to another region with AuthorizationHeaderMalformed).
+// All clients of a store share one token bucket, so the store's requestsPerSecond is a
+// budget for the store, not per region.
+func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region string) (s3.Client, error) {
+	if region == "" {
+		region = storeRegion(store)
+	}
 	creds, credsVersion, err := r.credentials(ctx, store.Spec.CredentialsSecretRef)
 	if err != nil {
 		return nil, err
@@ -113,12 +130,24 @@ func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.clients[store.Name]; ok && c.version == version {
-		return c.client, nil
+	entry, ok := r.clients[store.Name]
+	if !ok || entry.version != version {
+		entry = &storeClients{
+			version:  version,
+			limiter:  s3.NewLimiter(float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst)),
+			byRegion: map[string]s3.Client{},
+		}
+		if r.clients == nil {
+			r.clients = map[string]*storeClients{}
+		}
+		r.clients[store.Name] = entry
+	}
+	if c, ok := entry.byRegion[region]; ok {
+		return c, nil
 	}
 	cfg := s3.Config{
 		Endpoint:              store.Spec.Endpoint,
-		Region:                storeRegion(store),
+		Region:                region,
 		ForcePathStyle:        store.Spec.ForcePathStyle,
 		AccessKeyID:           creds[KeyAccessKeyID],
 		SecretAccessKey:       creds[KeySecretAccessKey],
@@ -127,6 +156,7 @@ func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		RequestsPerSecond:     float64(store.Spec.RequestsPerSecond),
 		Burst:                 int(store.Spec.Burst),
+		Limiter:               entry.limiter,
 		RequestTimeout:        r.RequestTimeout,
 	}
 	if r.Observer != nil {
@@ -137,10 +167,7 @@ func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 	if err != nil {
 		return nil, &StoreError{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
 	}
-	if r.clients == nil {
-		r.clients = map[string]storeClient{}
-	}
-	r.clients[store.Name] = storeClient{version: version, client: c}
+	entry.byRegion[region] = c
 	return c, nil
 }
 

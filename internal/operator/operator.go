@@ -196,9 +196,19 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*secretRole)},
+	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole)}
+	if opts.WatchNamespace != "" {
+		// Stores are cluster-scoped and name their credentials Secrets in any namespace
+		// (usually the platform team's, not the watched one): those are cached in every
+		// namespace, everything else the operator labels only in the watched one.
+		// Without this the cache answers "unknown namespace" and the store never
+		// gets a client.
+		secrets.Namespaces = map[string]cache.Config{
+			opts.WatchNamespace: {LabelSelector: labels.NewSelector().Add(*secretRole)},
+			cache.AllNamespaces: {LabelSelector: labels.SelectorFromSet(labels.Set{controller.LabelSecretRole: controller.SecretRoleCredentials})},
+		}
 	}
+	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets}
 	if opts.WatchLabelSelector != "" {
 		shard, err := labels.Parse(opts.WatchLabelSelector)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 
 var fuzzMethods = []string{http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead}
 
-var allowedCodes = map[int]bool{202: true, 400: true, 401: true, 404: true, 405: true, 409: true, 413: true, 429: true, 500: true}
+var allowedCodes = map[int]bool{200: true, 202: true, 400: true, 401: true, 404: true, 405: true, 409: true, 413: true, 429: true, 500: true}
 
 // FuzzHandler feeds arbitrary bodies, timestamps and signatures to the real handler.
 // When sign is true the signature is computed over the fuzzed timestamp and body, so
@@ -59,6 +59,9 @@ func FuzzHandler(f *testing.F) {
 		{0, directPhotos, now, strings.ToUpper(Sign(testSecret, now, []byte(directPhotos))), false},
 		{0, directPhotos, now, "sha256=" + strings.ToUpper(strings.TrimPrefix(Sign(testSecret, now, []byte(directPhotos)), "sha256=")), false},
 		{0, elevenBuckets, now, "", true},
+		{0, `{"Records":[{"s3":{"bucket":{"name":"photos-bucket"},"object":{"key":".bucketkeeper/probe/u"}}}]}`, now, "", true},
+		{0, `{"Records":[{"s3":{"bucket":{"name":"photos-bucket"},"object":{"key":".bucketkeeper%2Fprobe%2Fu"}}},` +
+			`{"s3":{"bucket":{"name":"logs-bucket"},"object":{"key":"a"}}}]}`, now, "", true},
 		{1, directPhotos, now, "", true},
 		{2, directPhotos, now, "", true},
 	}
@@ -102,6 +105,9 @@ func FuzzHandler(f *testing.F) {
 		}
 		if code == 202 && len(fake.Probes()) == 0 {
 			t.Fatal("202 without any probe requested")
+		}
+		if code == 200 && (len(fake.Probes()) != 0 || len(fake.Calls()) != 0) {
+			t.Fatalf("200 (canary events only) yet the Requester was called: %q", fake.Calls())
 		}
 
 		probes := len(fake.Probes())

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
 // Wire constants. They are part of the protocol clients code against.
@@ -46,6 +48,7 @@ const (
 	msgNotFound     = "no such StorageBucket"
 	msgNoMatch      = "no StorageBucket uses the named bucket(s)"
 	msgReplayed     = "this signed request was already accepted; sign a new one (new timestamp or body) to ask again"
+	msgCanaryOnly   = "every record is about a probe canary object (" + bkv1.CanaryPrefix + "); no probe requested"
 )
 
 // msgTooManyKeys refuses a request whose bucket names reach too many StorageBuckets.
@@ -78,10 +81,11 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 }
 
 // serveProbe enforces the order size limit → read body → verify signature → replay
-// check → rate limit → parse → Requester. Authentication comes before parsing so that
+// check → parse → rate limit → Requester. Authentication comes before parsing so that
 // unauthenticated input never reaches the JSON decoder's error messages or the
-// Requester, and it and the replay check come before the rate limiter so that neither
-// unauthenticated nor replayed traffic can use up the signed senders' budget.
+// Requester, and it, the replay check and parsing come before the rate limiter so that
+// neither unauthenticated, replayed nor malformed traffic, nor the events of the
+// probes' own canary objects, can use up the signed senders' budget.
 func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	log := r.log.WithValues("remote", req.RemoteAddr)
 	if req.Method != http.MethodPost {
@@ -135,18 +139,25 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		}
 	}()
 
-	if now := r.clock.Now(); !r.limiter.AllowN(now, 1) {
-		w.Header().Set("Retry-After", strconv.Itoa(r.retryAfter(now)))
-		log.V(1).Info("probe request rejected", "reason", "rate limited")
-		writeError(w, http.StatusTooManyRequests, msgRateLimited)
-		return
-	}
-
 	target, err := parse(body)
 	if err != nil {
 		// Parse errors are our own fixed texts (see parse.go), never decoder output.
 		log.V(1).Info("probe request rejected", "reason", "bad request", "error", err.Error())
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if target.canaryOnly {
+		// The probe's own writes: answered with success so the store does not retry,
+		// and before the rate limiter so they never spend the senders' budget.
+		log.V(1).Info("probe request ignored", "reason", "only canary objects")
+		writeJSON(w, http.StatusOK, ignoredResponse{Requested: []string{}, Ignored: msgCanaryOnly})
+		return
+	}
+
+	if now := r.clock.Now(); !r.limiter.AllowN(now, 1) {
+		w.Header().Set("Retry-After", strconv.Itoa(r.retryAfter(now)))
+		log.V(1).Info("probe request rejected", "reason", "rate limited")
+		writeError(w, http.StatusTooManyRequests, msgRateLimited)
 		return
 	}
 
@@ -303,6 +314,11 @@ func (r *Receiver) retryAfter(now time.Time) int {
 
 type acceptedResponse struct {
 	Requested []string `json:"requested"`
+}
+
+type ignoredResponse struct {
+	Requested []string `json:"requested"`
+	Ignored   string   `json:"ignored"`
 }
 
 type errorResponse struct {

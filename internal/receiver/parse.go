@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 )
 
@@ -22,6 +25,10 @@ const MaxBucketsPerRequest = 10
 type target struct {
 	key     *types.NamespacedName
 	buckets []string
+	// canaryOnly: an event whose every record is about a probe's canary object. A
+	// ReadWrite probe of a bucket whose notifications point at the receiver would
+	// otherwise trigger its next probe, and so on forever.
+	canaryOnly bool
 }
 
 // s3Record is the part of an S3 event-notification record the receiver needs. AWS,
@@ -32,7 +39,21 @@ type s3Record struct {
 		Bucket *struct {
 			Name string `json:"name"`
 		} `json:"bucket"`
+		Object *struct {
+			Key string `json:"key"`
+		} `json:"object"`
 	} `json:"s3"`
+}
+
+// isCanaryKey reports whether an event's object key is under the probe's canary prefix.
+// Stores URL-encode the key in events (AWS keeps "/", MinIO writes "%2F", both write
+// "+" for a space), so the key is compared both decoded and as sent.
+func isCanaryKey(key string) bool {
+	if strings.HasPrefix(key, bkv1.CanaryPrefix) {
+		return true
+	}
+	decoded, err := url.QueryUnescape(key)
+	return err == nil && strings.HasPrefix(decoded, bkv1.CanaryPrefix)
 }
 
 // parse decides which of the two shapes body has and validates it. Its errors are
@@ -101,6 +122,7 @@ func parseEvent(raw json.RawMessage) (target, error) {
 	}
 	var buckets []string
 	seen := map[string]bool{}
+	canaries := 0
 	for i, rec := range records {
 		if rec.S3 == nil || rec.S3.Bucket == nil || rec.S3.Bucket.Name == "" {
 			return target{}, fmt.Errorf("record %d has no s3.bucket.name", i)
@@ -111,6 +133,10 @@ func parseEvent(raw json.RawMessage) (target, error) {
 		if naming.Validate(name) != nil {
 			return target{}, fmt.Errorf("record %d: s3.bucket.name is not a valid bucket name", i)
 		}
+		if rec.S3.Object != nil && isCanaryKey(rec.S3.Object.Key) {
+			canaries++
+			continue
+		}
 		if seen[name] {
 			continue
 		}
@@ -119,6 +145,9 @@ func parseEvent(raw json.RawMessage) (target, error) {
 		}
 		seen[name] = true
 		buckets = append(buckets, name)
+	}
+	if canaries == len(records) {
+		return target{canaryOnly: true}, nil
 	}
 	return target{buckets: buckets}, nil
 }

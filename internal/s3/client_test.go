@@ -344,25 +344,3 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("PutBucketVersioning(off) = %v, want Invalid", err)
 	}
 }
-
-func TestEquivalentPolicies(t *testing.T) {
-	const written = `{"Version":"2012-10-17","Statement":[{"Sid":"R","Effect":"Allow",
-		"Principal":{"AWS":["*"]},"Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::b/*"]}]}`
-	for doc, want := range map[string]bool{
-		// SeaweedFS's rewrite: one-element arrays become scalars.
-		`{"Statement":{"Resource":"arn:aws:s3:::b/*","Action":["s3:ListBucket","s3:GetObject"],
-		  "Principal":{"AWS":"*"},"Effect":"Allow","Sid":"R"},"Version":"2012-10-17"}`: true,
-		`{"Version":"2012-10-17","Statement":[{"Sid":"R","Effect":"Deny",
-		  "Principal":{"AWS":["*"]},"Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::b/*"]}]}`: false,
-		`{"Version":"2012-10-17","Statement":[{"Sid":"R","Effect":"Allow",
-		  "Principal":{"AWS":["*"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::b/*"]}]}`: false,
-	} {
-		got, err := EquivalentPolicies(written, doc)
-		if err != nil || got != want {
-			t.Errorf("EquivalentPolicies(%s) = %v, %v; want %v", doc, got, err, want)
-		}
-	}
-	if _, err := EquivalentPolicies(written, `{"Version":`); err == nil {
-		t.Error("want an error for malformed JSON")
-	}
-}

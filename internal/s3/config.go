@@ -75,6 +75,10 @@ type Config struct {
 	// max(1, ceil(RequestsPerSecond)).
 	RequestsPerSecond float64
 	Burst             int
+	// Limiter, when set, is the token bucket to use instead of one built from
+	// RequestsPerSecond and Burst: clients of one store that sign for different
+	// regions share it, so the store's budget holds across all of them.
+	Limiter *rate.Limiter
 
 	// Observer, if set, is called once per HTTP attempt with the SDK
 	// operation name (see IsMutating), the HTTP status (0 when no answer
@@ -120,12 +124,9 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 		timeout: cfg.RequestTimeout,
 		redact:  redactor{cfg.SecretAccessKey, cfg.SessionToken},
 	}
-	if cfg.RequestsPerSecond > 0 && !math.IsInf(cfg.RequestsPerSecond, 1) {
-		burst := cfg.Burst
-		if burst <= 0 {
-			burst = max(1, int(math.Ceil(cfg.RequestsPerSecond)))
-		}
-		c.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), burst)
+	c.limiter = cfg.Limiter
+	if c.limiter == nil {
+		c.limiter = NewLimiter(cfg.RequestsPerSecond, cfg.Burst)
 	}
 
 	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
@@ -168,6 +169,19 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 		},
 	})
 	return c, nil
+}
+
+// NewLimiter is the token bucket of Config.RequestsPerSecond and Config.Burst, or
+// nil (unlimited) for a zero or infinite rate. Burst <= 0 means
+// max(1, ceil(requestsPerSecond)).
+func NewLimiter(requestsPerSecond float64, burst int) *rate.Limiter {
+	if requestsPerSecond <= 0 || math.IsInf(requestsPerSecond, 1) || math.IsNaN(requestsPerSecond) {
+		return nil
+	}
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(requestsPerSecond)))
+	}
+	return rate.NewLimiter(rate.Limit(requestsPerSecond), burst)
 }
 
 // credentialsFor returns static credentials, or the SDK default chain when

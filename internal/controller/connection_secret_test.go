@@ -1,0 +1,100 @@
+package controller_test
+
+import (
+	"bytes"
+	"encoding/pem"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// TestConnectionSecretReachesPrivateStore: a store behind TLS with a private CA
+// (spec.caBundle) and path-style addressing. The connection Secret carries the CA and
+// the addressing style, and an application that has only the Secret's data reads and
+// writes its bucket over verified TLS.
+func TestConnectionSecretReachesPrivateStore(t *testing.T) {
+	// A TLS front for SeaweedFS whose certificate only the given CA vouches for: the
+	// system roots do not trust it, so connecting proves the CA bundle is used.
+	backend, err := url.Parse(seaweed.Endpoint)
+	must(t, err)
+	front := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
+	t.Cleanup(front.Close)
+	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw}))
+
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
+		s.Spec.Endpoint = front.URL
+		s.Spec.CABundle = caPEM
+		s.Spec.ApplicationCredentialsSecretRef = &bkv1.SecretReference{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "app-credentials"}
+	})
+	must(t, k8s.Create(f.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-credentials"},
+		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey},
+	}))
+	sb := f.bucket("private")
+	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "private-bucket"}, secret))
+	d := secret.Data
+	if string(d[bkv1.SecretKeyCABundle]) != caPEM {
+		t.Fatalf("%s = %q, want the store's caBundle", bkv1.SecretKeyCABundle, d[bkv1.SecretKeyCABundle])
+	}
+	if string(d[bkv1.SecretKeyForcePathStyle]) != "true" {
+		t.Fatalf("%s = %q, want true", bkv1.SecretKeyForcePathStyle, d[bkv1.SecretKeyForcePathStyle])
+	}
+
+	// The application: nothing but the Secret.
+	app, err := s3.New(f.ctx, s3.Config{
+		Endpoint:        string(d[controller.KeyAWSEndpointS3]),
+		Region:          string(d[controller.KeyAWSRegion]),
+		ForcePathStyle:  string(d[bkv1.SecretKeyForcePathStyle]) == "true",
+		CABundle:        d[bkv1.SecretKeyCABundle],
+		AccessKeyID:     string(d[controller.KeyAWSAccessKeyID]),
+		SecretAccessKey: string(d[controller.KeyAWSSecretKey]),
+	})
+	must(t, err)
+	bucket := string(d[controller.KeyBucketName])
+	body := []byte("written through the connection Secret alone")
+	must(t, app.PutObject(f.ctx, bucket, "app/hello.txt", body))
+	got, err := app.GetObject(f.ctx, bucket, "app/hello.txt", 1024)
+	must(t, err)
+	if !bytes.Equal(got, body) {
+		t.Fatalf("read back %q", got)
+	}
+	must(t, app.DeleteObject(f.ctx, bucket, "app/hello.txt"))
+
+	// Without the CA the same client is refused: the bundle is what makes it work.
+	bare, err := s3.New(f.ctx, s3.Config{Endpoint: front.URL, Region: string(d[controller.KeyAWSRegion]), ForcePathStyle: true,
+		AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey})
+	must(t, err)
+	if _, err := bare.GetObject(f.ctx, bucket, "app/hello.txt", 1024); s3.KindOf(err) != s3.KindTLS {
+		t.Fatalf("without the CA bundle: %v, want a TLS error", err)
+	}
+
+	// A store with neither: virtual-hosted style is said explicitly, no CA key.
+	latest := &bkv1.ObjectStore{}
+	must(t, k8s.Get(f.ctx, types.NamespacedName{Name: f.store}, latest))
+	latest.Spec.CABundle = ""
+	latest.Spec.InsecureSkipTLSVerify = true
+	must(t, k8s.Update(f.ctx, latest))
+	f.eventually(time.Minute, "the connection Secret to drop the CA bundle", func() error {
+		s := &corev1.Secret{}
+		if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "private-bucket"}, s); err != nil {
+			return err
+		}
+		if _, ok := s.Data[bkv1.SecretKeyCABundle]; ok {
+			return errf("still has %s", bkv1.SecretKeyCABundle)
+		}
+		return nil
+	})
+}

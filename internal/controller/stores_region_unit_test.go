@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// scopeRegion is the region of a SigV4 credential scope:
+// Credential=<key>/<date>/<region>/s3/aws4_request.
+var scopeRegion = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/s3/aws4_request`)
+
+// signedRegions is a loopback S3 endpoint that answers every request with 200 and
+// records, per bucket (path-style), the regions the requests were signed for.
+type signedRegions struct {
+	mu      sync.Mutex
+	regions map[string][]string
+}
+
+func (s *signedRegions) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	region := "unsigned"
+	if m := scopeRegion.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
+		region = m[1]
+	}
+	s.mu.Lock()
+	s.regions[req.URL.Path] = append(s.regions[req.URL.Path], region)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *signedRegions) of(bucket string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.regions["/"+bucket]...)
+}
+
+// TestClientPerRegionSignsForTheBucketsRegion: a bucket in another region than its
+// store's is addressed with a client that signs for that region; the store's own
+// region keeps its client; both draw on one request budget.
+func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
+	rec := &signedRegions{regions: map[string][]string{}}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	creds := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "creds", Labels: map[string]string{LabelSecretRole: SecretRoleCredentials}},
+		Data:       map[string][]byte{KeyAccessKeyID: []byte("AKIDEXAMPLE"), KeySecretAccessKey: []byte("secret")},
+	}
+	k8s := fake.NewClientBuilder().WithScheme(scheme).WithObjects(creds).Build()
+	var limiters []*rate.Limiter
+	reg := &StoreRegistry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+		limiters = append(limiters, cfg.Limiter)
+		return s3.New(ctx, cfg)
+	}}
+	store := &bkv1.ObjectStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws", UID: "store-uid", Generation: 1},
+		Spec: bkv1.ObjectStoreSpec{Endpoint: srv.URL, Region: "us-east-1", ForcePathStyle: true,
+			CredentialsSecretRef: &bkv1.SecretReference{Namespace: "ops", Name: "creds"},
+			RequestsPerSecond:    1, Burst: 1},
+	}
+	ctx := context.Background()
+
+	home, err := reg.ClientFor(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eu, err := reg.ClientForRegion(ctx, store, "eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := reg.ClientForRegion(ctx, store, "eu-west-1"); again != eu {
+		t.Error("a second bucket in eu-west-1 got a new client; clients are per (store, region)")
+	}
+	if same, _ := reg.ClientForRegion(ctx, store, ""); same != home {
+		t.Error("an empty region is not the store's region")
+	}
+	if len(limiters) != 2 || limiters[0] == nil || limiters[0] != limiters[1] {
+		t.Fatalf("clients built with limiters %v, want one shared by both regions", limiters)
+	}
+
+	// One token, refilled after an hour: whatever client takes it, the next request
+	// of any region must wait.
+	limiters[0].SetLimit(rate.Every(time.Hour))
+
+	if _, err := eu.HeadBucket(ctx, "in-ireland"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.of("in-ireland"); len(got) != 1 || got[0] != "eu-west-1" {
+		t.Errorf("requests for the eu-west-1 bucket were signed for %v", got)
+	}
+
+	// The budget is the store's: the us-east-1 client finds the token taken by the
+	// eu-west-1 request and cannot get another within its deadline.
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := home.HeadBucket(short, "in-virginia"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request beyond the store's budget from another region's client: %v, want it held back", err)
+	}
+	if got := rec.of("in-virginia"); len(got) != 0 {
+		t.Errorf("the store received %d requests beyond its budget", len(got))
+	}
+
+	// Without a budget every request goes through, each signed for its client's region.
+	store.Spec.RequestsPerSecond, store.Generation = 0, 2
+	home, err = reg.ClientFor(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := home.HeadBucket(ctx, "in-virginia"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.of("in-virginia"); len(got) != 1 || got[0] != "us-east-1" {
+		t.Errorf("requests for the us-east-1 bucket were signed for %v", got)
+	}
+	eu, err = reg.ClientForRegion(ctx, store, "eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eu.HeadBucket(ctx, "in-ireland"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.of("in-ireland"); len(got) != 2 || got[1] != "eu-west-1" {
+		t.Errorf("requests for the eu-west-1 bucket after the store changed were signed for %v", got)
+	}
+}
