@@ -118,6 +118,9 @@ func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 // (AWS refuses a signature scoped to another region with AuthorizationHeaderMalformed).
 // All clients of a store share one token bucket, so the store's requestsPerSecond is a
 // budget for the store, not per region.
+// maxRegionsPerStore bounds the regions, and so the clients, one store may have.
+const maxRegionsPerStore = 16
+
 func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region string) (s3.Client, error) {
 	if region == "" {
 		region = storeRegion(store)
@@ -144,6 +147,12 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	}
 	if c, ok := entry.byRegion[region]; ok {
 		return c, nil
+	}
+	if len(entry.byRegion) >= maxRegionsPerStore {
+		// spec.region is a tenant's to write, and each region costs a client with its
+		// own connection pool: a bounded number, however many claims ask.
+		return nil, &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
+			"ObjectStore %q already serves %d regions, the most one store may: use one of them in spec.region", store.Name, maxRegionsPerStore)}
 	}
 	cfg := s3.Config{
 		Endpoint:              store.Spec.Endpoint,

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -140,5 +141,29 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 	}
 	if got := rec.of("in-ireland"); len(got) != 2 || got[1] != "eu-west-1" {
 		t.Errorf("requests for the eu-west-1 bucket after the store changed were signed for %v", got)
+	}
+}
+
+// TestRegionsPerStoreAreBounded: tenants choose spec.region, so the clients a store may
+// have are bounded; the regions it already serves keep working.
+func TestRegionsPerStoreAreBounded(t *testing.T) {
+	built := 0
+	r := &StoreRegistry{Factory: func(context.Context, s3.Config) (s3.Client, error) { built++; return nil, nil }}
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "u"}}
+	for i := range maxRegionsPerStore {
+		if _, err := r.ClientForRegion(context.Background(), store, fmt.Sprintf("region-%d", i)); err != nil {
+			t.Fatalf("region %d: %v", i, err)
+		}
+	}
+	_, err := r.ClientForRegion(context.Background(), store, "one-too-many")
+	var se *StoreError
+	if !errors.As(err, &se) || se.Reason != bkv1.ReasonConfigFailed {
+		t.Fatalf("region %d: err = %v, want a ConfigFailed StoreError", maxRegionsPerStore+1, err)
+	}
+	if _, err := r.ClientForRegion(context.Background(), store, "region-0"); err != nil {
+		t.Errorf("a region already served stopped working: %v", err)
+	}
+	if built != maxRegionsPerStore {
+		t.Errorf("%d clients built, want %d", built, maxRegionsPerStore)
 	}
 }
