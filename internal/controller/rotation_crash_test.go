@@ -121,9 +121,16 @@ func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
 		}
 	}
 
-	// A manager without the trap converges.
+	// A manager without the trap (it only records when keys go) converges.
+	recorder := &rotationTrap{hit: make(chan struct{})}
+	recorder.arm(user, key1.id, "")
+	recording := func(ctx context.Context, c iam.Config) (iam.Driver, error) {
+		d, err := iam.New(ctx, c)
+		return trappedDriver{Driver: d, trap: recorder}, err
+	}
+	restarted := time.Now()
 	ctx2, stopSecond := context.WithCancel(f.ctx)
-	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel, AccessKeyGrace: rotationGrace})
+	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel, AccessKeyGrace: rotationGrace, IAMFactory: recording})
 	must(t, err)
 	defer func() { stopSecond(); <-secondDone }()
 	var final *bkv1.BucketAccess
@@ -153,6 +160,19 @@ func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
 		t.Errorf("the Secret's key %s cannot read the bucket: %q, %v", current.id, body, err)
 	}
 	f.waitKeyRejected(key1, bucket)
+	// The old key, which pods may still use, is deleted only after its grace: after
+	// the new key was made if the first manager deleted it, after the restart if
+	// the second did (the restart lost the first grace's start with the status).
+	killer := recorder
+	if step == afterDeleteOldKey {
+		killer = trap
+		restarted = time.Time{}
+	}
+	if lived, ok := killer.oldKeyLived(restarted); !ok {
+		t.Errorf("the old key %s was not deleted by the expected manager", key1.id)
+	} else if lived < rotationGrace {
+		t.Errorf("the old key %s was deleted %s after its successor (or the restart), before its grace of %s", key1.id, lived, rotationGrace)
+	}
 	if step == afterCreateKey {
 		// The key the killed manager made never reached a Secret: it must not work.
 		orphan := trap.createdKey()
@@ -184,12 +204,29 @@ type rotationTrap struct {
 	secretPath string
 	created    iam.AccessKey
 	once       sync.Once
+	// When the user's first new key was created and when each key was deleted,
+	// once armed: the old key must outlive its successor by the grace.
+	createdAt time.Time
+	deletedAt map[string]time.Time
 }
 
 func (t *rotationTrap) arm(user, oldKey, secretPath string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.armed, t.user, t.oldKey, t.secretPath = true, user, oldKey, secretPath
+	t.deletedAt = map[string]time.Time{}
+}
+
+// oldKeyLived is how long after since (zero: the first new key) the old key was
+// deleted; ok is false if it was not deleted through this trap.
+func (t *rotationTrap) oldKeyLived(since time.Time) (lived time.Duration, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.deletedAt[t.oldKey]
+	if since.IsZero() {
+		since = t.createdAt
+	}
+	return at.Sub(since), ok
 }
 
 func (t *rotationTrap) fires(step, user string) bool {
@@ -224,6 +261,11 @@ type trappedDriver struct {
 
 func (d trappedDriver) CreateKey(ctx context.Context, user string) (iam.AccessKey, error) {
 	key, err := d.Driver.CreateKey(ctx, user)
+	d.trap.mu.Lock()
+	if err == nil && d.trap.armed && user == d.trap.user && d.trap.createdAt.IsZero() {
+		d.trap.createdAt = time.Now()
+	}
+	d.trap.mu.Unlock()
 	if err != nil || !d.trap.fires(afterCreateKey, user) {
 		return key, err
 	}
@@ -234,8 +276,16 @@ func (d trappedDriver) CreateKey(ctx context.Context, user string) (iam.AccessKe
 }
 
 func (d trappedDriver) DeleteKey(ctx context.Context, user, keyID string) error {
-	if err := d.Driver.DeleteKey(ctx, user, keyID); err != nil || !d.trap.fires(afterDeleteOldKey, user) {
+	if err := d.Driver.DeleteKey(ctx, user, keyID); err != nil {
 		return err
+	}
+	d.trap.mu.Lock()
+	if d.trap.armed && user == d.trap.user {
+		d.trap.deletedAt[keyID] = time.Now()
+	}
+	d.trap.mu.Unlock()
+	if !d.trap.fires(afterDeleteOldKey, user) {
+		return nil
 	}
 	d.trap.mu.Lock()
 	old := d.trap.oldKey
