@@ -59,8 +59,14 @@ func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessSco
 	now := r.Clock.Now()
 	rot := &ba.Status.Rotation
 
-	// Sort the store's keys: the current one, the previous one (older than the
-	// current, kept during grace), the pending one; anything else is unknown.
+	// Sort the store's keys: the current one, the previous one (kept during
+	// grace), the pending one; anything else is unknown. The previous key is the
+	// one status records, or else any key not provably newer than the current:
+	// status read from the cache can lag the pass that wrote the Secret, and
+	// stores date keys to the second or not at all, so "older" cannot be required
+	// without deleting a key pods still use before its grace. Only a key made
+	// after the current one (a crash between CreateKey and the Secret write) is
+	// known to be unused.
 	previous := ""
 	var currentKey iam.AccessKey
 	for _, k := range keys {
@@ -71,7 +77,7 @@ func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessSco
 	for _, k := range keys {
 		switch {
 		case k.ID == current || (pending != nil && k.ID == pending.key.ID):
-		case current != "" && previous == "" && (k.ID == rot.PreviousKeyID || olderThan(k, currentKey)):
+		case current != "" && previous == "" && (k.ID == rot.PreviousKeyID || !newerThan(k, currentKey)):
 			previous = k.ID
 		default:
 			log.FromContext(ctx).Info("deleting an access key the operator does not use", "user", s.user, "key", k.ID)
@@ -84,7 +90,7 @@ func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessSco
 	if previous != "" {
 		if rot.PreviousKeyID != previous || rot.PreviousKeyExpiresAt == nil {
 			// Recorded after a crash lost the status: a full grace from now.
-			rot.PreviousKeyID, rot.PreviousKeyExpiresAt = previous, &metav1.Time{Time: now.Add(r.grace())}
+			rot.PreviousKeyID, rot.PreviousKeyExpiresAt = previous, r.graceEnd(now)
 		}
 		if now.Before(rot.PreviousKeyExpiresAt.Time) {
 			rot.State = bkv1.RotationGrace
@@ -159,7 +165,7 @@ func (r *BucketAccessReconciler) promote(ctx context.Context, s *accessScope, p 
 	rot.State = bkv1.RotationIdle
 	if current != "" && current != p.key.ID {
 		rot.State = bkv1.RotationGrace
-		rot.PreviousKeyID, rot.PreviousKeyExpiresAt = current, &metav1.Time{Time: now.Add(r.grace())}
+		rot.PreviousKeyID, rot.PreviousKeyExpiresAt = current, r.graceEnd(now)
 		s.requeueIn(r.grace())
 	}
 	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonKeyIssued, "IssueKey", "Secret %s holds the new key %s", ba.Spec.SecretName, p.key.ID)
@@ -200,6 +206,16 @@ func (r *BucketAccessReconciler) rotationDue(ba *bkv1.BucketAccess, now time.Tim
 		return "", true
 	}
 	return "", false
+}
+
+// graceEnd is when a key replaced at now may go, rounded up to the second: status
+// keeps times to the second, and rounding down would cut the grace short.
+func (r *BucketAccessReconciler) graceEnd(now time.Time) *metav1.Time {
+	end := now.Add(r.grace())
+	if whole := end.Truncate(time.Second); whole.Before(end) {
+		end = whole.Add(time.Second)
+	}
+	return &metav1.Time{Time: end}
 }
 
 func (r *BucketAccessReconciler) grace() time.Duration {
@@ -246,8 +262,8 @@ func hasKey(keys []iam.AccessKey, id string) bool {
 	return false
 }
 
-// olderThan: k was created before current, by the store's own clock. Unknown
+// newerThan: k was created after current, by the store's own clock. Unknown
 // dates prove nothing.
-func olderThan(k, current iam.AccessKey) bool {
-	return !k.Created.IsZero() && !current.Created.IsZero() && k.Created.Before(current.Created)
+func newerThan(k, current iam.AccessKey) bool {
+	return !k.Created.IsZero() && !current.Created.IsZero() && k.Created.After(current.Created)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,9 @@ func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, s
 	grant := bkv1.BucketGrant{Name: sb.Name, Mode: bkv1.AccessMode(sb.Spec.Access)}
 	if current == nil {
 		ba := &bkv1.BucketAccess{
-			ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name},
+			// The bucket's labels, so the access lands in the same shard
+			// (--watch-label-selector).
+			ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name, Labels: maps.Clone(sb.Labels)},
 			Spec:       bkv1.BucketAccessSpec{Buckets: []bkv1.BucketGrant{grant}, SecretName: implicitAccessSecretName(sb)},
 		}
 		if err := controllerutil.SetControllerReference(sb, ba, r.Scheme()); err != nil {
@@ -57,7 +60,8 @@ func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, s
 		}
 		return r.Create(ctx, ba)
 	}
-	if len(current.Spec.Buckets) != 1 || current.Spec.Buckets[0] != grant || current.Spec.SecretName != implicitAccessSecretName(sb) {
+	if len(current.Spec.Buckets) != 1 || current.Spec.Buckets[0] != grant || current.Spec.SecretName != implicitAccessSecretName(sb) || !maps.Equal(current.Labels, sb.Labels) {
+		current.Labels = maps.Clone(sb.Labels)
 		current.Spec.Buckets = []bkv1.BucketGrant{grant}
 		current.Spec.SecretName = implicitAccessSecretName(sb)
 		return r.Update(ctx, current)

@@ -110,6 +110,12 @@ func stop(what string, f func() error) {
 
 // startManager runs a manager with test defaults; done closes when it has stopped.
 func startManager(ctx context.Context, opts operator.Options) (<-chan struct{}, error) {
+	return startManagerOn(ctx, cfg, opts)
+}
+
+// startManagerOn is startManager talking to the API server through restCfg (a test
+// may wrap its transport).
+func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Options) (<-chan struct{}, error) {
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	if opts.SyncInterval == 0 {
 		opts.SyncInterval = syncInterval
@@ -120,7 +126,7 @@ func startManager(ctx context.Context, opts operator.Options) (<-chan struct{}, 
 	if opts.ReceiverBindAddress == "" && receiverAddr != "" && opts.WatchLabelSelector == "!"+isolatedLabel {
 		opts.ReceiverBindAddress, opts.ReceiverSecret = receiverAddr, receiverSecret
 	}
-	mgr, err := operator.New(cfg, opts)
+	mgr, err := operator.New(restCfg, opts)
 	if err != nil {
 		return nil, err
 	}

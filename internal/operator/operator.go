@@ -84,8 +84,9 @@ type Options struct {
 	// watched (empty: all).
 	WatchNamespace string
 
-	// WatchLabelSelector limits the StorageBuckets this instance sees, for sharding
-	// buckets across several operator deployments (empty: all).
+	// WatchLabelSelector limits the StorageBuckets and BucketAccesses this instance
+	// sees, for sharding buckets across several operator deployments (empty: all).
+	// An access belongs to the shard of its buckets, so it carries the same labels.
 	WatchLabelSelector string
 
 	// DisableAvailabilityMetric drops the per-bucket bucketkeeper_bucket_available
@@ -215,6 +216,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, fmt.Errorf("invalid watch label selector %q: %w", opts.WatchLabelSelector, err)
 		}
 		byObject[&bkv1.StorageBucket{}] = cache.ByObject{Label: shard}
+		// A shard must not see the accesses of another shard's buckets: to it those
+		// buckets do not exist, so it would revoke keys the other shard issues.
+		byObject[&bkv1.BucketAccess{}] = cache.ByObject{Label: shard}
 	}
 	// managedFields are often larger than the rest of an object and the operator
 	// never reads them: dropping them from the cache roughly halves its memory.
