@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"time"
 
@@ -15,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // DefaultRegion signs IAM requests when none is configured: AWS's IAM is a
@@ -61,26 +60,13 @@ func New(ctx context.Context, cfg Config) (Driver, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
-	var creds aws.CredentialsProvider
-	switch {
-	case cfg.AccessKeyID == "" && cfg.SecretAccessKey == "" && cfg.SessionToken == "":
-		def, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
-		if err != nil {
-			return nil, fmt.Errorf("iam: loading the default credential chain: %w", err)
-		}
-		creds = def.Credentials
-	case cfg.AccessKeyID == "" || cfg.SecretAccessKey == "":
-		return nil, errors.New("iam: AccessKeyID and SecretAccessKey must be set together")
-	default:
-		creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken))
+	creds, err := s3.Credentials(ctx, cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken, region)
+	if err != nil {
+		return nil, fmt.Errorf("iam: %w", err)
 	}
-	var endpoint *string
-	if cfg.Endpoint != "" {
-		u, err := url.Parse(cfg.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("iam: endpoint %q must be an absolute http(s) URL", cfg.Endpoint)
-		}
-		endpoint = aws.String(cfg.Endpoint)
+	endpoint, err := s3.EndpointURL(cfg.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("iam: %w", err)
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipTLSVerify} //nolint:gosec // opt-in, documented
 	if len(cfg.CABundle) > 0 {

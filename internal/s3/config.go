@@ -100,21 +100,17 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
-	creds, err := credentialsFor(ctx, cfg, region)
+	creds, err := Credentials(ctx, cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken, region)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("s3: %w", err)
 	}
 	httpClient, err := newHTTPClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var endpoint *string
-	if cfg.Endpoint != "" {
-		u, err := url.Parse(cfg.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("s3: endpoint %q must be an absolute http(s) URL", cfg.Endpoint)
-		}
-		endpoint = aws.String(cfg.Endpoint)
+	endpoint, err := EndpointURL(cfg.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
 	}
 	if cfg.RequestsPerSecond < 0 || math.IsNaN(cfg.RequestsPerSecond) {
 		return nil, errors.New("s3: RequestsPerSecond must not be negative")
@@ -184,21 +180,34 @@ func NewLimiter(requestsPerSecond float64, burst int) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(requestsPerSecond), burst)
 }
 
-// credentialsFor returns static credentials, or the SDK default chain when
-// none are configured. A partial key pair is an error (without the values).
-func credentialsFor(ctx context.Context, cfg Config, region string) (aws.CredentialsProvider, error) {
+// Credentials returns static credentials, or the SDK default chain when none
+// are given. A partial key pair is an error (without the values). The store's
+// IAM client signs with the same credentials, so it takes them from here too.
+func Credentials(ctx context.Context, accessKeyID, secretAccessKey, sessionToken, region string) (aws.CredentialsProvider, error) {
 	switch {
-	case cfg.AccessKeyID == "" && cfg.SecretAccessKey == "" && cfg.SessionToken == "":
+	case accessKeyID == "" && secretAccessKey == "" && sessionToken == "":
 		def, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 		if err != nil {
-			return nil, fmt.Errorf("s3: loading the default credential chain: %w", err)
+			return nil, fmt.Errorf("loading the default credential chain: %w", err)
 		}
 		return def.Credentials, nil
-	case cfg.AccessKeyID == "" || cfg.SecretAccessKey == "":
-		return nil, errors.New("s3: AccessKeyID and SecretAccessKey must be set together")
+	case accessKeyID == "" || secretAccessKey == "":
+		return nil, errors.New("AccessKeyID and SecretAccessKey must be set together")
 	}
-	return aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(
-		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)), nil
+	return aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(accessKeyID, secretAccessKey, sessionToken)), nil
+}
+
+// EndpointURL checks that endpoint is an absolute http(s) URL; "" means the
+// SDK resolves AWS's endpoint from the region (nil).
+func EndpointURL(endpoint string) (*string, error) {
+	if endpoint == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q must be an absolute http(s) URL", endpoint)
+	}
+	return aws.String(endpoint), nil
 }
 
 // connectTimeout bounds dialing and, separately, the TLS handshake. Both are
