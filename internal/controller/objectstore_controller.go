@@ -112,13 +112,8 @@ const healthCheckTimeout = 10 * time.Second
 
 // healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves
 // the endpoint answers, TLS is trusted and the credentials are accepted, and costs one
-// small page however many buckets the account has.
-//
-// AccessDenied still means Ready: a store answers it only after it has verified the
-// signature, so the credentials are good; the identity is just not allowed to list
-// buckets (s3:ListAllMyBuckets on AWS), which least-privilege setups commonly leave out
-// and which the operator does not need. Only an unknown key or a wrong signature
-// (KindInvalidCredentials) makes the credentials invalid.
+// small page however many buckets the account has. What a failed check means is the
+// kind's health verdict (kindVerdicts): AccessDenied, for one, still means Ready.
 func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.ObjectStore) (reason, message string) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
@@ -127,21 +122,20 @@ func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.Obj
 	}
 	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
-	err = c.Ping(ctx)
+	return healthVerdict(c.Ping(ctx))
+}
+
+// healthVerdict turns the answer to a health check into the store's Ready reason and
+// message.
+func healthVerdict(err error) (reason, message string) {
 	if err == nil {
 		return bkv1.ReasonReady, "the store answers and accepts the credentials"
 	}
-	switch s3.KindOf(err) {
-	case s3.KindAccessDenied:
-		return bkv1.ReasonReady, "the store answers and accepts the credentials (the signature was verified); " +
-			"the identity may not list buckets (s3:ListAllMyBuckets), which bucketkeeper does not need"
-	case s3.KindInvalidCredentials:
-		return bkv1.ReasonCredentialsInvalid, fmt.Sprintf("the store rejected the credentials: %v", err)
-	case s3.KindTLS:
-		return bkv1.ReasonTLSError, fmt.Sprintf("TLS handshake with the store failed: %v", err)
-	default:
-		return bkv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer the health check: %v", err)
+	v := verdictOf(s3.KindOf(err))
+	if v.health == bkv1.ReasonReady {
+		return v.health, v.healthMessage
 	}
+	return v.health, fmt.Sprintf("%s: %v", v.healthMessage, err)
 }
 
 // setHealth records the verdict. lastHealthCheckTime moves on every change of verdict
@@ -175,7 +169,7 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		removeCondition(conds, bkv1.ConditionReconciling)
 		removeCondition(conds, bkv1.ConditionStalled)
 		store.Status.ObservedGeneration = store.Generation
-	case terminalStoreReason(reason):
+	case storeVerdictOf(reason).terminal:
 		// Retrying cannot help: a person must fix the credentials or the trust.
 		removeCondition(conds, bkv1.ConditionReconciling)
 		setCondition(conds, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
@@ -185,15 +179,6 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		removeCondition(conds, bkv1.ConditionStalled)
 		setCondition(conds, store.Generation, bkv1.ConditionReconciling, metav1.ConditionTrue, reason, message)
 	}
-}
-
-// terminalStoreReason says whether a health verdict needs a person to act.
-func terminalStoreReason(reason string) bool {
-	switch reason {
-	case bkv1.ReasonCredentialsMissing, bkv1.ReasonCredentialsInvalid, bkv1.ReasonTLSError:
-		return true
-	}
-	return false
 }
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion

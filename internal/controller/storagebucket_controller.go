@@ -297,13 +297,16 @@ func storeHealth(store *bkv1.ObjectStore) error {
 		return waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
 	case ready.Status == metav1.ConditionTrue:
 		return nil
-	case ready.Reason == bkv1.ReasonStoreUnreachable:
-		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable; its status has the details", store.Name)
-	case terminalStoreReason(ready.Reason):
-		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
-	default:
-		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready (%s); its status has the details", store.Name, ready.Reason)
 	}
+	verdict := storeVerdictOf(ready.Reason)
+	if verdict.terminal {
+		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
+	}
+	state := verdict.bucketMessage
+	if state == "" {
+		state = fmt.Sprintf("is not ready (%s)", ready.Reason)
+	}
+	return waitingf(verdict.bucketReason, "ObjectStore %q %s; its status has the details", store.Name, state)
 }
 
 // bucketNameFor keeps a name once recorded, so a later change of the store's prefix
