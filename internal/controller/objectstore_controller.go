@@ -68,29 +68,19 @@ func (r *ObjectStoreReconciler) checkAllowed(store string) time.Duration {
 	return 0
 }
 
-func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, req.NamespacedName, store); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	patcher := newStatusPatcher(r.Client, store, func() {
-		if r.OnStatusWrite != nil {
-			r.OnStatusWrite("ObjectStore")
-		}
+func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return runReconcile(ctx, r.Client, req, &bkv1.ObjectStore{}, lifecycle[*bkv1.ObjectStore]{
+		kind:     "ObjectStore",
+		status:   func(store *bkv1.ObjectStore) any { return store.Status },
+		onWrite:  r.OnStatusWrite,
+		deleting: r.reconcileDelete,
+		normal:   r.reconcileNormal,
 	})
-	defer func() {
-		if err := patcher.patch(ctx, store, func(o client.Object) any { return o.(*bkv1.ObjectStore).Status }); err != nil && retErr == nil {
-			retErr = err
-		}
-	}()
+}
 
-	if !store.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, store, patcher)
-	}
-	if !controllerutil.ContainsFinalizer(store, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
-	}
-
+// reconcileNormal checks the store's health, at most once per minCheckGap, and comes
+// back after the store's health-check interval.
+func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
 	interval := 30 * time.Second
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration

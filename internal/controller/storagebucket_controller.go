@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -79,52 +78,39 @@ type bucketScope struct {
 
 // Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
 // every time and never depends on which event woke it.
-func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	sb := &bkv1.StorageBucket{}
-	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.synced.forget(req.NamespacedName)
-			r.Prober.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return runReconcile(ctx, r.Client, req, &bkv1.StorageBucket{}, lifecycle[*bkv1.StorageBucket]{
+		kind:    "StorageBucket",
+		status:  func(sb *bkv1.StorageBucket) any { return sb.Status },
+		onWrite: r.OnStatusWrite,
+		gone: func(key types.NamespacedName) {
+			r.synced.forget(key)
+			r.Prober.forget(key)
+		},
+		deleting:  r.reconcileDelete,
+		suspended: func(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend },
+		suspend:   r.reconcileSuspended,
+		normal:    r.reconcileNormal,
+	})
+}
 
-	patcher := newStatusPatcher(r.Client, sb, r.statusWritten)
-	defer func() {
-		if err := patcher.patch(ctx, sb, storageBucketStatus); err != nil && retErr == nil {
-			retErr = err
-		}
-	}()
+// reconcileSuspended stops probing the bucket and records the suspension.
+func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, _ *statusPatcher) (ctrl.Result, error) {
+	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+	r.Prober.forget(client.ObjectKeyFromObject(sb))
+	markSuspended(sb)
+	return ctrl.Result{}, nil
+}
 
-	if !sb.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, sb, patcher)
-	}
-
-	// Add the finalizer first and return: the update event brings us back, and from
-	// then on no bucket can exist without the finalizer that cleans it up.
-	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
-	}
-
-	if sb.Spec.Suspend {
-		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
-		r.Prober.forget(req.NamespacedName)
-		markSuspended(sb)
-		return ctrl.Result{}, nil
-	}
+// reconcileNormal runs the sub-reconcilers in order; each needs what the one before
+// established. The summary conditions are computed from whatever they reached.
+func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
 		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
 		// sets Ready, Reconciling and Stalled afresh.
 		removeCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
 		removeCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
 	}
-
-	return r.reconcileNormal(ctx, sb, patcher)
-}
-
-// reconcileNormal runs the sub-reconcilers in order; each needs what the one before
-// established. The summary conditions are computed from whatever they reached.
-func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	scope := &bucketScope{sb: sb, patcher: patcher}
 	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
 		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
@@ -319,14 +305,6 @@ func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
 		return sb.Status.BucketName
 	default:
 		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
-	}
-}
-
-func storageBucketStatus(o client.Object) any { return o.(*bkv1.StorageBucket).Status }
-
-func (r *StorageBucketReconciler) statusWritten() {
-	if r.OnStatusWrite != nil {
-		r.OnStatusWrite("StorageBucket")
 	}
 }
 
