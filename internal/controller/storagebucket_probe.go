@@ -21,10 +21,6 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
-// CanaryPrefix is where ReadWrite probes write their canary object; each bucket's
-// canary is named after the StorageBucket's UID and deleted after every probe.
-const CanaryPrefix = bkv1.CanaryPrefix
-
 // ProbeScheduler wakes a StorageBucket when its next probe is due: an event source
 // outside the cluster, fed by the reconciler after every probe.
 type ProbeScheduler interface {
@@ -266,7 +262,7 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 	var err error
 	mode := sb.Spec.Probe.Mode
 	if mode == bkv1.ProbeModeReadWrite {
-		err = canaryProbe(ctx, c, bucket, CanaryPrefix+string(sb.UID))
+		err = canaryProbe(ctx, c, bucket, bkv1.CanaryPrefix+string(sb.UID))
 	} else {
 		mode = bkv1.ProbeModeHead
 		_, err = c.HeadBucket(ctx, bucket)

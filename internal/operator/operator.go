@@ -193,7 +193,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 
 	// Only Secrets the operator labels are cached: the connection Secrets it writes and
 	// the credentials Secrets stores name. Never every Secret in the cluster.
-	secretRole, err := labels.NewRequirement(controller.LabelSecretRole, selection.Exists, nil)
+	secretRole, err := labels.NewRequirement(bkv1.LabelSecretRole, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// gets a client.
 		secrets.Namespaces = map[string]cache.Config{
 			opts.WatchNamespace: {LabelSelector: labels.NewSelector().Add(*secretRole)},
-			cache.AllNamespaces: {LabelSelector: labels.SelectorFromSet(labels.Set{controller.LabelSecretRole: controller.SecretRoleCredentials})},
+			cache.AllNamespaces: {LabelSelector: labels.SelectorFromSet(labels.Set{bkv1.LabelSecretRole: bkv1.SecretRoleCredentials})},
 		}
 	}
 	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets}
