@@ -25,10 +25,6 @@ import (
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/finalizers,verbs=update
 
-// DefaultKeyGrace is how long a replaced key stays valid after the Secret received
-// its successor, so running pods can reload.
-const DefaultKeyGrace = 10 * time.Minute
-
 // BucketAccessReconciler gives each BucketAccess an IAM user on its buckets' store,
 // an inline policy over those buckets and one key, written to the access's Secret;
 // it rotates the key without downtime and revokes everything when the access goes.
@@ -44,7 +40,7 @@ type BucketAccessReconciler struct {
 	// ClusterID goes into every IAM user name, so that several clusters can share an
 	// account and each knows its users by name.
 	ClusterID string
-	// KeyGrace is how long a replaced key stays valid (default DefaultKeyGrace).
+	// KeyGrace is how long a replaced key stays valid (default defaults.AccessKeyGrace).
 	KeyGrace time.Duration
 	// SyncInterval is how often an access is re-checked against the store.
 	SyncInterval time.Duration

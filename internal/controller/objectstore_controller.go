@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -81,7 +82,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // reconcileNormal checks the store's health, at most once per minCheckGap, and comes
 // back after the store's health-check interval.
 func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
-	interval := 30 * time.Second
+	interval := defaults.StoreHealthCheckInterval
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration
 	}
@@ -97,9 +98,6 @@ func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
-// healthCheckTimeout bounds one health check (the S3 request timeout applies too).
-const healthCheckTimeout = 10 * time.Second
-
 // healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves
 // the endpoint answers, TLS is trusted and the credentials are accepted, and costs one
 // small page however many buckets the account has. What a failed check means is the
@@ -110,7 +108,7 @@ func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.Obj
 		se := asStepError(err, "building the store client")
 		return se.Reason, se.Message
 	}
-	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, defaults.StoreHealthCheckTimeout)
 	defer cancel()
 	return healthVerdict(c.Ping(ctx))
 }

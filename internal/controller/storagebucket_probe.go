@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -43,7 +44,8 @@ type Prober struct {
 	Available func(key types.NamespacedName, available *bool, forget bool)
 	// Jitter draws from [0,1); nil means math/rand.
 	Jitter func() float64
-	// DefaultInterval applies to StorageBuckets that set no probe interval (1m if zero).
+	// DefaultInterval applies to StorageBuckets that set no probe interval
+	// (defaults.ProbeInterval if zero).
 	DefaultInterval time.Duration
 	// MinRequestInterval bounds on-demand probes (the probe-requested-at annotation,
 	// which the webhook sets too) to one per bucket per interval, however many new
@@ -125,15 +127,17 @@ func (p *Prober) interval(sb *bkv1.StorageBucket) time.Duration {
 	case p.DefaultInterval > 0:
 		return p.DefaultInterval
 	default:
-		return time.Minute
+		return defaults.ProbeInterval
 	}
 }
 
+// probeTimeout is spec.probe.timeout; the API server defaults it, the fallback is for an
+// object that did not pass through its defaulting.
 func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
 	if sb.Spec.Probe.Timeout != nil && sb.Spec.Probe.Timeout.Duration > 0 {
 		return sb.Spec.Probe.Timeout.Duration
 	}
-	return 10 * time.Second
+	return defaults.ProbeTimeout
 }
 
 // reconcileAvailability keeps the Available verdict current. A store known to be down

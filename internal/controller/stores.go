@@ -17,11 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
-
-// defaultStoreRegion signs requests for a store without spec.region.
-const defaultStoreRegion = "us-east-1"
 
 // StoreRegistry hands out one S3 client per ObjectStore and keeps it while neither the
 // store's spec nor its credentials Secret changes. Building a client is cheap, but a
@@ -229,5 +227,5 @@ func storeRegion(store *bkv1.ObjectStore) string {
 	if store.Spec.Region != "" {
 		return store.Spec.Region
 	}
-	return defaultStoreRegion
+	return defaults.StoreRegion
 }
