@@ -15,6 +15,10 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 )
 
+// extraFlags are flags of special builds: the benchmark's adds --probe-strategy
+// (baseline.go).
+var extraFlags []func(*flag.FlagSet, *operator.Options)
+
 func main() {
 	var opts operator.Options
 	var receiverSecretFile string
@@ -48,7 +52,9 @@ func main() {
 	flag.IntVar(&kubeBurst, "kube-api-burst", defaults.KubeAPIBurst, "Burst of queries to the Kubernetes API server.")
 	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", defaults.AccessKeyGrace, "How long a rotated-out access key stays valid after the Secret received its successor.")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
-	flag.StringVar(&opts.ProbeStrategy, "probe-strategy", "scheduler", "Benchmark only: \"global-ticker\" runs the naive baseline (every bucket enqueued each interval, lastProbeTime written on every probe).")
+	for _, add := range extraFlags {
+		add(flag.CommandLine, &opts)
+	}
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -1,3 +1,5 @@
+//go:build benchbaseline
+
 package operator
 
 import (
@@ -12,10 +14,10 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 )
 
-// The benchmark's baseline: a single global ticker enqueues every bucket each
-// interval, and the prober probes on every reconcile and writes lastProbeTime every
-// time. It exists only so the benchmark can measure the scheduler against it in the
-// same binary and harness.
+// The benchmark's baseline, built only with the benchbaseline tag (bench/ builds the
+// manager so): a single global ticker enqueues every bucket each interval, and the
+// prober probes on every reconcile and writes lastProbeTime every time. The benchmark
+// measures the scheduler against it with the same harness.
 func init() {
 	probeStrategies["global-ticker"] = globalTicker
 }
