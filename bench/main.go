@@ -1,5 +1,5 @@
-// Command bench measures bucketkeeper against a raw floor and against the seeds' design,
-// in one run, on the same real peers the tests use (envtest kube-apiserver + etcd,
+// Command bench measures bucketkeeper against a raw floor and against a single global
+// ticker that enqueues every bucket each interval, in one run, on the same real peers the tests use (envtest kube-apiserver + etcd,
 // SeaweedFS). Every compared figure is a ratio measured in the same run.
 //
 //	BENCH_N=1000 BENCH_SCENARIOS=converge,steady,change,memory,outage go run .

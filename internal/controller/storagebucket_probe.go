@@ -53,8 +53,9 @@ type Prober struct {
 	// not dropped: the first probe at or after the interval's end serves all requests
 	// that arrived meanwhile, and only then is status.lastHandledProbeRequest written.
 	MinRequestInterval time.Duration
-	// Naive probes on every reconcile and writes lastProbeTime every time: the seeds'
-	// design, kept only as the benchmark's baseline.
+	// Naive probes on every reconcile and writes lastProbeTime every time, as a design
+	// with a single global ticker would; only the benchmark's baseline (the operator's
+	// global-ticker probe strategy, built with the benchbaseline tag) sets it.
 	Naive bool
 
 	mu     sync.Mutex
