@@ -19,7 +19,7 @@ func plotProbes(dir string, interval time.Duration, ours, baseline []float64) er
 	for _, s := range []struct {
 		name string
 		ys   []float64
-	}{{"per-bucket scheduler (ours)", ours}, {"global ticker (seeds' design)", baseline}} {
+	}{{"per-bucket scheduler (ours)", ours}, {"single global ticker", baseline}} {
 		pts := make(plotter.XYs, len(s.ys))
 		for i, y := range s.ys {
 			pts[i] = plotter.XY{X: float64(i), Y: y}

@@ -81,7 +81,7 @@ type probingRun struct {
 const steadyInterval = 30 * time.Second
 
 // steady: N buckets probed every 30s for four intervals after a warm-up interval, with
-// our scheduler and with the seeds' global ticker, in the same binary and harness.
+// our scheduler and with a single global ticker, in the same binary and harness.
 func (e *env) steady() error {
 	const ns = "steady"
 	if err := e.newNamespace(ns); err != nil {

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 )
 
@@ -73,10 +72,10 @@ func bootstrap(ctx context.Context, c client.Client, s *embeddedStore) error {
 			secret.Labels = map[string]string{}
 		}
 		// The manager caches only Secrets with this label.
-		secret.Labels[controller.LabelSecretRole] = controller.SecretRoleCredentials
+		secret.Labels[bkv1.LabelSecretRole] = bkv1.SecretRoleCredentials
 		secret.Data = map[string][]byte{
-			controller.KeyAccessKeyID:     []byte(s.AccessKeyID),
-			controller.KeySecretAccessKey: []byte(s.SecretAccessKey),
+			bkv1.CredentialsKeyAccessKeyID:     []byte(s.AccessKeyID),
+			bkv1.CredentialsKeySecretAccessKey: []byte(s.SecretAccessKey),
 		}
 		return nil
 	}); err != nil {

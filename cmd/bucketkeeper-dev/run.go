@@ -142,8 +142,7 @@ func run(o *options) int {
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
-		// The production binary's default; the samples that set probe.interval keep theirs.
-		DefaultProbeInterval: time.Minute,
+		// Everything else is the production binary's default (internal/defaults).
 	})
 	if err != nil {
 		return fail("operator: %v", err)

@@ -6,36 +6,40 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 )
+
+// extraFlags are flags of special builds: the benchmark's adds --probe-strategy
+// (baseline.go).
+var extraFlags []func(*flag.FlagSet, *operator.Options)
 
 func main() {
 	var opts operator.Options
 	var receiverSecretFile string
 	var kubeQPS float64
 	var kubeBurst int
-	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", defaults.MetricsBindAddress, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	flag.BoolVar(&opts.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics (the manifests turn this on).")
-	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz bind to; \"0\" disables them.")
+	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", defaults.HealthProbeBindAddress, "Address /healthz and /readyz bind to; \"0\" disables them.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles and probes at a time.")
-	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", "bucketkeeper.io", "Name of the leader-election Lease; give each shard (--watch-label-selector) its own.")
-	flag.DurationVar(&opts.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a lost leader's lease blocks a takeover.")
-	flag.DurationVar(&opts.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before giving up leadership.")
-	flag.DurationVar(&opts.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
+	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", defaults.LeaderElectionID, "Name of the leader-election Lease; give each shard (--watch-label-selector) its own.")
+	flag.DurationVar(&opts.LeaseDuration, "leader-election-lease-duration", defaults.LeaseDuration, "How long a lost leader's lease blocks a takeover.")
+	flag.DurationVar(&opts.RenewDeadline, "leader-election-renew-deadline", defaults.RenewDeadline, "How long the leader keeps trying to renew before giving up leadership.")
+	flag.DurationVar(&opts.RetryPeriod, "leader-election-retry-period", defaults.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags and IAM user names; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
-	flag.IntVar(&opts.Concurrency, "concurrency", 4, "StorageBuckets reconciled at once.")
-	flag.DurationVar(&opts.SyncInterval, "sync-interval", 0, "How often each bucket's configuration is re-read to correct drift (default 10m).")
-	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", 0, "How often lastProbeTime alone is rewritten in status when the verdict does not change (default 5m).")
-	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", 30*time.Second, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
-	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", 2*time.Minute, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")
-	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", time.Minute, "Probe interval of StorageBuckets that set none.")
+	flag.IntVar(&opts.Concurrency, "concurrency", defaults.Concurrency, "StorageBuckets reconciled at once.")
+	flag.DurationVar(&opts.SyncInterval, "sync-interval", defaults.SyncInterval, "How often each bucket's configuration is re-read to correct drift.")
+	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", defaults.StatusHeartbeat, "How often lastProbeTime alone is rewritten in status when the verdict does not change.")
+	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", defaults.S3RequestTimeout, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
+	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", defaults.ReconcileTimeout, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")
+	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", defaults.ProbeInterval, "Probe interval of StorageBuckets that set none.")
 	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets and BucketAccesses matching this label selector (sharding across deployments).")
 	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket bucketkeeper_bucket_available series.")
@@ -43,12 +47,14 @@ func main() {
 	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")
 	flag.StringVar(&opts.ReceiverTLSCertFile, "receiver-tls-cert-file", "", "PEM certificate (chain) the webhook serves HTTPS with; needs --receiver-tls-key-file. Empty: plain HTTP.")
 	flag.StringVar(&opts.ReceiverTLSKeyFile, "receiver-tls-key-file", "", "PEM private key of --receiver-tls-cert-file.")
-	flag.DurationVar(&opts.MinProbeRequestInterval, "min-probe-request-interval", 0, "At most one on-demand probe (annotation or webhook) per bucket per interval; requests inside it are served together at its end (default 10s).")
-	flag.Float64Var(&kubeQPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
-	flag.IntVar(&kubeBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
-	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", 0, "How long a rotated-out access key stays valid after the Secret received its successor (default 10m).")
+	flag.DurationVar(&opts.MinProbeRequestInterval, "min-probe-request-interval", defaults.MinProbeRequestInterval, "At most one on-demand probe (annotation or webhook) per bucket per interval; requests inside it are served together at its end.")
+	flag.Float64Var(&kubeQPS, "kube-api-qps", defaults.KubeAPIQPS, "Queries per second to the Kubernetes API server.")
+	flag.IntVar(&kubeBurst, "kube-api-burst", defaults.KubeAPIBurst, "Burst of queries to the Kubernetes API server.")
+	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", defaults.AccessKeyGrace, "How long a rotated-out access key stays valid after the Secret received its successor.")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
-	flag.StringVar(&opts.ProbeStrategy, "probe-strategy", "scheduler", "Benchmark only: \"global-ticker\" runs the naive baseline (every bucket enqueued each interval, lastProbeTime written on every probe).")
+	for _, add := range extraFlags {
+		add(flag.CommandLine, &opts)
+	}
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -13,7 +13,7 @@ import (
 )
 
 // SecretRoleAccess labels the Secrets BucketAccesses write, so the manager's cache
-// (which selects Secrets by LabelSecretRole) holds them.
+// (which selects Secrets by bkv1.LabelSecretRole) holds them.
 const SecretRoleAccess = "access"
 
 // accessProviderOf returns the store's effective access provider: the explicit one,
@@ -80,9 +80,9 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 	d, err := a.Factory(ctx, iam.Config{
 		Endpoint:              endpoint,
 		Region:                region,
-		AccessKeyID:           creds[KeyAccessKeyID],
-		SecretAccessKey:       creds[KeySecretAccessKey],
-		SessionToken:          creds[KeySessionToken],
+		AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
+		SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
+		SessionToken:          creds[bkv1.CredentialsKeySessionToken],
 		CABundle:              []byte(store.Spec.CABundle),
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		Timeout:               10 * time.Second,

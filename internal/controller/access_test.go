@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 )
 
 func TestNamespaceNotAllowed(t *testing.T) {
@@ -57,14 +56,14 @@ func TestCredentialsProblemsAndRecovery(t *testing.T) {
 
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "late-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: "wrong-secret-value"},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: "wrong-secret-value"},
 	}
 	must(t, k8s.Create(f.ctx, secret))
 	waitStore(bkv1.ReasonCredentialsInvalid)
 	f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonCredentialsInvalid)
 
 	must(t, k8s.Get(f.ctx, objKey(secret), secret))
-	secret.Data[controller.KeySecretAccessKey] = []byte(seaweed.SecretAccessKey)
+	secret.Data[bkv1.CredentialsKeySecretAccessKey] = []byte(seaweed.SecretAccessKey)
 	must(t, k8s.Update(f.ctx, secret))
 	waitStore(bkv1.ReasonReady)
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
@@ -85,13 +84,13 @@ func TestApplicationCredentialsReachConnectionSecret(t *testing.T) {
 	})
 	must(t, k8s.Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: "app-id", controller.KeySecretAccessKey: "app-secret"},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: "app-id", bkv1.CredentialsKeySecretAccessKey: "app-secret"},
 	}))
 	sb := f.bucket("app", func(sb *bkv1.StorageBucket) { sb.Spec.ConnectionSecret.Name = "app-s3" })
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	secret := &corev1.Secret{}
 	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "app-s3"}, secret))
-	if string(secret.Data[controller.KeyAWSAccessKeyID]) != "app-id" || string(secret.Data[controller.KeyAWSSecretKey]) != "app-secret" {
+	if string(secret.Data[bkv1.SecretKeyAWSAccessKeyID]) != "app-id" || string(secret.Data[bkv1.SecretKeyAWSSecretKey]) != "app-secret" {
 		t.Fatalf("application credentials not in the connection Secret: %v", keysOf(secret.Data))
 	}
 

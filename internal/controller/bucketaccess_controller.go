@@ -25,10 +25,6 @@ import (
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/finalizers,verbs=update
 
-// DefaultKeyGrace is how long a replaced key stays valid after the Secret received
-// its successor, so running pods can reload.
-const DefaultKeyGrace = 10 * time.Minute
-
 // BucketAccessReconciler gives each BucketAccess an IAM user on its buckets' store,
 // an inline policy over those buckets and one key, written to the access's Secret;
 // it rotates the key without downtime and revokes everything when the access goes.
@@ -44,7 +40,7 @@ type BucketAccessReconciler struct {
 	// ClusterID goes into every IAM user name, so that several clusters can share an
 	// account and each knows its users by name.
 	ClusterID string
-	// KeyGrace is how long a replaced key stays valid (default DefaultKeyGrace).
+	// KeyGrace is how long a replaced key stays valid (default defaults.AccessKeyGrace).
 	KeyGrace time.Duration
 	// SyncInterval is how often an access is re-checked against the store.
 	SyncInterval time.Duration
@@ -68,28 +64,18 @@ type accessScope struct {
 	requeue time.Duration
 }
 
-func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	ba := &bkv1.BucketAccess{}
-	if err := r.Get(ctx, req.NamespacedName, ba); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	patcher := newStatusPatcher(r.Client, ba, func() {
-		if r.OnStatusWrite != nil {
-			r.OnStatusWrite("BucketAccess")
-		}
+func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return runReconcile(ctx, r.Client, req, &bkv1.BucketAccess{}, lifecycle[*bkv1.BucketAccess]{
+		kind:     "BucketAccess",
+		status:   func(ba *bkv1.BucketAccess) any { return ba.Status },
+		onWrite:  r.OnStatusWrite,
+		deleting: r.reconcileDelete,
+		normal:   r.reconcileNormal,
 	})
-	defer func() {
-		if err := patcher.patch(ctx, ba, func(o client.Object) any { return o.(*bkv1.BucketAccess).Status }); err != nil && retErr == nil {
-			retErr = err
-		}
-	}()
-	if !ba.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, ba)
-	}
-	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
-	}
+}
 
+// reconcileNormal runs the steps in order; each needs what the one before established.
+func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess, patcher *statusPatcher) (ctrl.Result, error) {
 	scope := &accessScope{ba: ba}
 	steps := []struct {
 		doing string
@@ -225,7 +211,7 @@ func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *acces
 
 // reconcileDelete revokes the credentials: keys, policy and user go before the
 // finalizer does, so a deleted access leaves no working key behind.
-func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess) (ctrl.Result, error) {
+func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess, _ *statusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -222,7 +223,7 @@ func (r *BucketAccessReconciler) grace() time.Duration {
 	if r.KeyGrace > 0 {
 		return r.KeyGrace
 	}
-	return DefaultKeyGrace
+	return defaults.AccessKeyGrace
 }
 
 func (r *BucketAccessReconciler) pendingOf(uid types.UID) *pendingKey {

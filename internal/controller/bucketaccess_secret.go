@@ -95,7 +95,7 @@ func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
 		secret.Labels = map[string]string{}
 	}
 	secret.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
-	secret.Labels[LabelSecretRole] = SecretRoleAccess
+	secret.Labels[bkv1.LabelSecretRole] = SecretRoleAccess
 	secret.Labels[bkv1.LabelBucketAccess] = ba.Name
 }
 

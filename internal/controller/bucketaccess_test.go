@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -54,7 +53,7 @@ func testBucketAccessTenants(t *testing.T, srv *testenv.S3Server) {
 	// With the IAM provider, the StorageBucket's own Secret carries no keys.
 	conn := &corev1.Secret{}
 	must(t, k8s.Get(a.ctx, types.NamespacedName{Namespace: a.ns, Name: sbA.Status.ConnectionSecretName}, conn))
-	if _, ok := conn.Data[controller.KeyAWSSecretKey]; ok {
+	if _, ok := conn.Data[bkv1.SecretKeyAWSSecretKey]; ok {
 		t.Errorf("connection Secret carries a key with the IAM provider: %v", keysOf(conn.Data))
 	}
 

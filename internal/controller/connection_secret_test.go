@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -38,7 +37,7 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 	})
 	must(t, k8s.Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: seaweed.SecretAccessKey},
 	}))
 	sb := f.bucket("private")
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
@@ -55,15 +54,15 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 
 	// The application: nothing but the Secret.
 	app, err := s3.New(f.ctx, s3.Config{
-		Endpoint:        string(d[controller.KeyAWSEndpointS3]),
-		Region:          string(d[controller.KeyAWSRegion]),
+		Endpoint:        string(d[bkv1.SecretKeyAWSEndpointS3]),
+		Region:          string(d[bkv1.SecretKeyAWSRegion]),
 		ForcePathStyle:  string(d[bkv1.SecretKeyForcePathStyle]) == "true",
 		CABundle:        d[bkv1.SecretKeyCABundle],
-		AccessKeyID:     string(d[controller.KeyAWSAccessKeyID]),
-		SecretAccessKey: string(d[controller.KeyAWSSecretKey]),
+		AccessKeyID:     string(d[bkv1.SecretKeyAWSAccessKeyID]),
+		SecretAccessKey: string(d[bkv1.SecretKeyAWSSecretKey]),
 	})
 	must(t, err)
-	bucket := string(d[controller.KeyBucketName])
+	bucket := string(d[bkv1.SecretKeyBucketName])
 	body := []byte("written through the connection Secret alone")
 	must(t, app.PutObject(f.ctx, bucket, "app/hello.txt", body))
 	got, err := app.GetObject(f.ctx, bucket, "app/hello.txt", 1024)
@@ -74,7 +73,7 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 	must(t, app.DeleteObject(f.ctx, bucket, "app/hello.txt"))
 
 	// Without the CA the same client is refused: the bundle is what makes it work.
-	bare, err := s3.New(f.ctx, s3.Config{Endpoint: front.URL, Region: string(d[controller.KeyAWSRegion]), ForcePathStyle: true,
+	bare, err := s3.New(f.ctx, s3.Config{Endpoint: front.URL, Region: string(d[bkv1.SecretKeyAWSRegion]), ForcePathStyle: true,
 		AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey})
 	must(t, err)
 	if _, err := bare.GetObject(f.ctx, bucket, "app/hello.txt", 1024); s3.KindOf(err) != s3.KindTLS {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -122,7 +121,7 @@ func TestBucketScopedIdentity(t *testing.T) {
 			ref := &bkv1.SecretReference{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "scoped-credentials"}
 			must(t, k8s.Create(context.Background(), &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
-				StringData: map[string]string{controller.KeyAccessKeyID: seaweed.ScopedAccessKeyID, controller.KeySecretAccessKey: secretKey},
+				StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.ScopedAccessKeyID, bkv1.CredentialsKeySecretAccessKey: secretKey},
 			}))
 			s.Spec.CredentialsSecretRef = ref
 		}

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -149,7 +148,7 @@ func TestDeletionWhenTheStoreRefusesUs(t *testing.T) {
 
 	secret := &corev1.Secret{}
 	must(t, k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "store-credentials"}, secret))
-	secret.Data[controller.KeySecretAccessKey] = []byte("revoked-secret-value")
+	secret.Data[bkv1.CredentialsKeySecretAccessKey] = []byte("revoked-secret-value")
 	must(t, k8s.Update(f.ctx, secret))
 	store := &bkv1.ObjectStore{}
 	f.eventually(60*time.Second, "the store to see the revoked credentials", func() error {
@@ -182,7 +181,7 @@ func TestDeletionWhenTheStoreRefusesUs(t *testing.T) {
 	}
 
 	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(secret), secret))
-	secret.Data[controller.KeySecretAccessKey] = []byte(seaweed.SecretAccessKey)
+	secret.Data[bkv1.CredentialsKeySecretAccessKey] = []byte(seaweed.SecretAccessKey)
 	must(t, k8s.Update(f.ctx, secret))
 	for name, bucket := range map[string]string{"kept": keptBucket, "doomed": doomedBucket} {
 		again := f.bucket(name, func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -68,30 +69,20 @@ func (r *ObjectStoreReconciler) checkAllowed(store string) time.Duration {
 	return 0
 }
 
-func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, req.NamespacedName, store); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	patcher := newStatusPatcher(r.Client, store, func() {
-		if r.OnStatusWrite != nil {
-			r.OnStatusWrite("ObjectStore")
-		}
+func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return runReconcile(ctx, r.Client, req, &bkv1.ObjectStore{}, lifecycle[*bkv1.ObjectStore]{
+		kind:     "ObjectStore",
+		status:   func(store *bkv1.ObjectStore) any { return store.Status },
+		onWrite:  r.OnStatusWrite,
+		deleting: r.reconcileDelete,
+		normal:   r.reconcileNormal,
 	})
-	defer func() {
-		if err := patcher.patch(ctx, store, func(o client.Object) any { return o.(*bkv1.ObjectStore).Status }); err != nil && retErr == nil {
-			retErr = err
-		}
-	}()
+}
 
-	if !store.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, store, patcher)
-	}
-	if !controllerutil.ContainsFinalizer(store, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
-	}
-
-	interval := 30 * time.Second
+// reconcileNormal checks the store's health, at most once per minCheckGap, and comes
+// back after the store's health-check interval.
+func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
+	interval := defaults.StoreHealthCheckInterval
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration
 	}
@@ -107,41 +98,32 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
-// healthCheckTimeout bounds one health check (the S3 request timeout applies too).
-const healthCheckTimeout = 10 * time.Second
-
 // healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves
 // the endpoint answers, TLS is trusted and the credentials are accepted, and costs one
-// small page however many buckets the account has.
-//
-// AccessDenied still means Ready: a store answers it only after it has verified the
-// signature, so the credentials are good; the identity is just not allowed to list
-// buckets (s3:ListAllMyBuckets on AWS), which least-privilege setups commonly leave out
-// and which the operator does not need. Only an unknown key or a wrong signature
-// (KindInvalidCredentials) makes the credentials invalid.
+// small page however many buckets the account has. What a failed check means is the
+// kind's health verdict (kindVerdicts): AccessDenied, for one, still means Ready.
 func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.ObjectStore) (reason, message string) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
 		se := asStepError(err, "building the store client")
 		return se.Reason, se.Message
 	}
-	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, defaults.StoreHealthCheckTimeout)
 	defer cancel()
-	err = c.Ping(ctx)
+	return healthVerdict(c.Ping(ctx))
+}
+
+// healthVerdict turns the answer to a health check into the store's Ready reason and
+// message.
+func healthVerdict(err error) (reason, message string) {
 	if err == nil {
 		return bkv1.ReasonReady, "the store answers and accepts the credentials"
 	}
-	switch s3.KindOf(err) {
-	case s3.KindAccessDenied:
-		return bkv1.ReasonReady, "the store answers and accepts the credentials (the signature was verified); " +
-			"the identity may not list buckets (s3:ListAllMyBuckets), which bucketkeeper does not need"
-	case s3.KindInvalidCredentials:
-		return bkv1.ReasonCredentialsInvalid, fmt.Sprintf("the store rejected the credentials: %v", err)
-	case s3.KindTLS:
-		return bkv1.ReasonTLSError, fmt.Sprintf("TLS handshake with the store failed: %v", err)
-	default:
-		return bkv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer the health check: %v", err)
+	v := verdictOf(s3.KindOf(err))
+	if v.health == bkv1.ReasonReady {
+		return v.health, v.healthMessage
 	}
+	return v.health, fmt.Sprintf("%s: %v", v.healthMessage, err)
 }
 
 // setHealth records the verdict. lastHealthCheckTime moves on every change of verdict
@@ -175,7 +157,7 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		removeCondition(conds, bkv1.ConditionReconciling)
 		removeCondition(conds, bkv1.ConditionStalled)
 		store.Status.ObservedGeneration = store.Generation
-	case terminalStoreReason(reason):
+	case storeVerdictOf(reason).terminal:
 		// Retrying cannot help: a person must fix the credentials or the trust.
 		removeCondition(conds, bkv1.ConditionReconciling)
 		setCondition(conds, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
@@ -185,15 +167,6 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		removeCondition(conds, bkv1.ConditionStalled)
 		setCondition(conds, store.Generation, bkv1.ConditionReconciling, metav1.ConditionTrue, reason, message)
 	}
-}
-
-// terminalStoreReason says whether a health verdict needs a person to act.
-func terminalStoreReason(reason string) bool {
-	switch reason {
-	case bkv1.ReasonCredentialsMissing, bkv1.ReasonCredentialsInvalid, bkv1.ReasonTLSError:
-		return true
-	}
-	return false
 }
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion

@@ -46,8 +46,9 @@ func waitingf(reason, format string, args ...any) *stepError {
 	return &stepError{Reason: reason, Message: fmt.Sprintf(format, args...), Waiting: true}
 }
 
-// asStepError turns any error into a stepError. S3 errors are mapped by kind so the same
-// failure reads the same on every store; anything unknown is transient.
+// asStepError turns any error into a stepError. S3 errors are mapped by kind (see
+// kindVerdicts) so the same failure reads the same on every store; anything unknown is
+// transient.
 func asStepError(err error, doing string) *stepError {
 	var se *stepError
 	if errors.As(err, &se) {
@@ -62,30 +63,16 @@ func asStepError(err error, doing string) *stepError {
 		// the Role is enough, and the message names what was refused.
 		return &stepError{Reason: bkv1.ReasonForbidden, Message: fmt.Sprintf("%s: the operator lacks a permission: %v", doing, err), Err: err}
 	}
+	kind := s3.KindOf(err)
+	verdict := verdictOf(kind)
 	msg := fmt.Sprintf("%s: %v", doing, err)
 	var s3err *s3.Error
-	if errors.As(err, &s3err) && (s3err.Kind == s3.KindUnreachable || s3err.Kind == s3.KindTimeout || s3err.Kind == s3.KindTLS) {
+	if verdict.storeDetail && errors.As(err, &s3err) {
 		// Tenants read this message; the store's addresses and TLS details stay in
 		// the ObjectStore's status and the logs.
 		msg = fmt.Sprintf("%s: %s; the ObjectStore's status has the details", doing, s3err.Summary())
 	}
-	out := &stepError{Message: msg, Err: err}
-	switch s3.KindOf(err) {
-	case s3.KindInvalidCredentials:
-		out.Reason, out.Terminal = bkv1.ReasonCredentialsInvalid, true
-	case s3.KindAccessDenied:
-		out.Reason, out.Terminal = bkv1.ReasonAccessDenied, true
-	case s3.KindTLS:
-		out.Reason, out.Terminal = bkv1.ReasonTLSError, true
-	case s3.KindUnreachable, s3.KindTimeout:
-		out.Reason = bkv1.ReasonStoreUnreachable
-	case s3.KindThrottled:
-		out.Reason = bkv1.ReasonThrottled
-	case s3.KindInvalid:
-		out.Reason, out.Terminal = bkv1.ReasonConfigFailed, true
-	default:
-		out.Reason = bkv1.ReasonProgressing
-	}
+	out := &stepError{Reason: verdict.reason, Terminal: verdict.terminal, Message: msg, Err: err}
 	return out
 }
 

@@ -272,7 +272,7 @@ func TestLeftByEarlierIncarnation(t *testing.T) {
 		}
 		return []metav1.OwnerReference{r}
 	}
-	managed := map[string]string{bkv1.LabelManagedBy: bkv1.LabelManagedByValue, LabelSecretRole: SecretRoleConnection, LabelStorageBucket: "data"}
+	managed := map[string]string{bkv1.LabelManagedBy: bkv1.LabelManagedByValue, bkv1.LabelSecretRole: bkv1.SecretRoleConnection, bkv1.LabelStorageBucket: "data"}
 	tests := []struct {
 		name   string
 		owners []metav1.OwnerReference

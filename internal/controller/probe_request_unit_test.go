@@ -60,7 +60,7 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 		t.Helper()
 		clk.SetTime(t0.Add(at))
 		before := sb.Status.DeepCopy()
-		r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, nil), nil)
+		r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
 		return !equality.Semantic.DeepEqual(*before, sb.Status)
 	}
 	request := func(value string) { sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value} }
@@ -154,7 +154,7 @@ func TestDeferredProbeRequestRequeuesWithoutScheduler(t *testing.T) {
 	run := func(value string, at time.Duration) time.Duration {
 		clk.SetTime(t0.Add(at))
 		sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value}
-		return r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, nil), nil)
+		return r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
 	}
 	run("a", 0)
 	if requeue := run("b", 4*time.Second); requeue != 6*time.Second || s3c.heads["b"] != 1 {

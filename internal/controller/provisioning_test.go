@@ -63,15 +63,15 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 		t.Errorf("connection Secret labels = %v", secret.Labels)
 	}
 	wantKeys := map[string]string{
-		controller.KeyBucketName: bucket, controller.KeyBucketRegion: seaweed.Region, controller.KeyAWSRegion: seaweed.Region,
-		controller.KeyBucketEndpoint: seaweed.Endpoint, controller.KeyAWSEndpointS3: seaweed.Endpoint, controller.KeyBucketHost: "127.0.0.1",
+		bkv1.SecretKeyBucketName: bucket, bkv1.SecretKeyBucketRegion: seaweed.Region, bkv1.SecretKeyAWSRegion: seaweed.Region,
+		bkv1.SecretKeyBucketEndpoint: seaweed.Endpoint, bkv1.SecretKeyAWSEndpointS3: seaweed.Endpoint, bkv1.SecretKeyBucketHost: "127.0.0.1",
 	}
 	for k, v := range wantKeys {
 		if string(secret.Data[k]) != v {
 			t.Errorf("connection Secret %s = %q, want %q", k, secret.Data[k], v)
 		}
 	}
-	if len(secret.Data[controller.KeyBucketPort]) == 0 {
+	if len(secret.Data[bkv1.SecretKeyBucketPort]) == 0 {
 		t.Error("connection Secret has no BUCKET_PORT")
 	}
 	for k, v := range secret.Data {

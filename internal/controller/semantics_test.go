@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -87,7 +86,7 @@ func TestObjectStoreKstatus(t *testing.T) {
 
 	must(t, k8s.Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "wrong-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: "not-the-secret-key"},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: "not-the-secret-key"},
 	}))
 	addr, err := testenv.FreeAddr() // nothing listens there
 	must(t, err)

@@ -135,7 +135,7 @@ func storeVerdictChanged() predicate.Predicate {
 
 func credentialsSecret() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[LabelSecretRole] == SecretRoleCredentials
+		return o.GetLabels()[bkv1.LabelSecretRole] == bkv1.SecretRoleCredentials
 	})
 }
 

@@ -11,10 +11,15 @@ import (
 )
 
 // statusPatcher writes an object's status once, at the end of a reconcile, and only when
-// it changed: a reconcile that found everything in order costs no API write.
+// it changed: a reconcile that found everything in order costs no API write. It is made
+// for one object and knows that object's kind (newStatusPatcher), so no caller has to
+// say again which status to compare.
 type statusPatcher struct {
 	client client.Client
-	before client.Object
+	// obj is the object the reconcile works on; before is its copy as last written.
+	obj, before client.Object
+	// status returns the status part of an object of obj's kind.
+	status func(client.Object) any
 	// onWrite counts writes (metrics); may be nil.
 	onWrite func()
 	// onCommit runs after a successful status write: Events that announce a status
@@ -23,19 +28,27 @@ type statusPatcher struct {
 	onCommit []func()
 }
 
+// newStatusPatcher takes the copy of obj that later writes compare against. status
+// returns the status of an object of obj's kind; onWrite may be nil.
+func newStatusPatcher[T client.Object](c client.Client, obj T, status func(T) any, onWrite func()) *statusPatcher {
+	return &statusPatcher{
+		client:  c,
+		obj:     obj,
+		before:  obj.DeepCopyObject().(client.Object),
+		status:  func(o client.Object) any { return status(o.(T)) },
+		onWrite: onWrite,
+	}
+}
+
 // afterWrite queues f to run once the status write succeeds; it is dropped when the
 // write is skipped (no transition) or fails (the retry decides again).
 func (p *statusPatcher) afterWrite(f func()) { p.onCommit = append(p.onCommit, f) }
 
-func newStatusPatcher(c client.Client, obj client.Object, onWrite func()) *statusPatcher {
-	return &statusPatcher{client: c, before: obj.DeepCopyObject().(client.Object), onWrite: onWrite}
-}
-
-// patch sends a merge patch of obj's status against the copy taken at the start. The
-// status of both is compared by the caller-supplied accessor, so metadata or spec
-// differences (a finalizer just added) never cause a status write.
-func (p *statusPatcher) patch(ctx context.Context, obj client.Object, status func(client.Object) any) error {
-	if equality.Semantic.DeepEqual(status(p.before), status(obj)) {
+// patch sends a merge patch of the object's status against the copy taken at the start.
+// Only the status parts are compared, so metadata or spec differences (a finalizer just
+// added) never cause a status write.
+func (p *statusPatcher) patch(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(p.status(p.before), p.status(p.obj)) {
 		return nil
 	}
 	// The optimistic lock makes a reconcile that worked from a stale cached copy fail
@@ -43,8 +56,8 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object, status fun
 	// Metadata patches earlier in this reconcile (patchMetadata) moved the resource
 	// version on; the status they saw is still the one this reconcile started from.
 	base := p.before.DeepCopyObject().(client.Object)
-	base.SetResourceVersion(obj.GetResourceVersion())
-	if err := p.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	base.SetResourceVersion(p.obj.GetResourceVersion())
+	if err := p.client.Status().Patch(ctx, p.obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if p.onWrite != nil {
@@ -60,11 +73,11 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object, status fun
 // server before the next step acts (the intent to create a bucket). The deferred patch
 // then compares against what was written here, and the Events queued so far, whose
 // transitions this write carries, are announced now.
-func (p *statusPatcher) writeNow(ctx context.Context, obj client.Object, status func(client.Object) any) error {
-	if err := p.patch(ctx, obj, status); err != nil {
+func (p *statusPatcher) writeNow(ctx context.Context) error {
+	if err := p.patch(ctx); err != nil {
 		return err
 	}
-	p.before = obj.DeepCopyObject().(client.Object)
+	p.before = p.obj.DeepCopyObject().(client.Object)
 	p.onCommit = nil
 	return nil
 }

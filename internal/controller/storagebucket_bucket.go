@@ -101,7 +101,7 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 	// find the proof that the bucket is this object's work.
 	if !createIntended(sb, scope.bucket) {
 		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID}
-		if err := scope.patcher.writeNow(ctx, sb, storageBucketStatus); err != nil {
+		if err := scope.patcher.writeNow(ctx); err != nil {
 			return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
 		}
 	}

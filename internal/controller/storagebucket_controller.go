@@ -7,20 +7,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -79,52 +75,39 @@ type bucketScope struct {
 
 // Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
 // every time and never depends on which event woke it.
-func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	sb := &bkv1.StorageBucket{}
-	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.synced.forget(req.NamespacedName)
-			r.Prober.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return runReconcile(ctx, r.Client, req, &bkv1.StorageBucket{}, lifecycle[*bkv1.StorageBucket]{
+		kind:    "StorageBucket",
+		status:  func(sb *bkv1.StorageBucket) any { return sb.Status },
+		onWrite: r.OnStatusWrite,
+		gone: func(key types.NamespacedName) {
+			r.synced.forget(key)
+			r.Prober.forget(key)
+		},
+		deleting:  r.reconcileDelete,
+		suspended: func(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend },
+		suspend:   r.reconcileSuspended,
+		normal:    r.reconcileNormal,
+	})
+}
 
-	patcher := newStatusPatcher(r.Client, sb, r.statusWritten)
-	defer func() {
-		if err := patcher.patch(ctx, sb, storageBucketStatus); err != nil && retErr == nil {
-			retErr = err
-		}
-	}()
+// reconcileSuspended stops probing the bucket and records the suspension.
+func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, _ *statusPatcher) (ctrl.Result, error) {
+	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+	r.Prober.forget(client.ObjectKeyFromObject(sb))
+	markSuspended(sb)
+	return ctrl.Result{}, nil
+}
 
-	if !sb.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, sb, patcher)
-	}
-
-	// Add the finalizer first and return: the update event brings us back, and from
-	// then on no bucket can exist without the finalizer that cleans it up.
-	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
-	}
-
-	if sb.Spec.Suspend {
-		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
-		r.Prober.forget(req.NamespacedName)
-		markSuspended(sb)
-		return ctrl.Result{}, nil
-	}
+// reconcileNormal runs the sub-reconcilers in order; each needs what the one before
+// established. The summary conditions are computed from whatever they reached.
+func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
 		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
 		// sets Ready, Reconciling and Stalled afresh.
 		removeCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
 		removeCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
 	}
-
-	return r.reconcileNormal(ctx, sb, patcher)
-}
-
-// reconcileNormal runs the sub-reconcilers in order; each needs what the one before
-// established. The summary conditions are computed from whatever they reached.
-func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	scope := &bucketScope{sb: sb, patcher: patcher}
 	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
 		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
@@ -221,110 +204,6 @@ func lastVerified(sb *bkv1.StorageBucket) bool {
 	return conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
 		sb.Status.ObservedGeneration == sb.Generation &&
 		ready != nil && ready.ObservedGeneration == sb.Generation
-}
-
-// reconcileStore finds the ObjectStore, checks that this namespace may use it and that
-// it is healthy, and picks the bucket name and region.
-func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
-	sb := scope.sb
-	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
-		}
-		return err
-	}
-	if !store.DeletionTimestamp.IsZero() {
-		return terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
-	}
-	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
-		return err
-	}
-	if err := storeHealth(store); err != nil {
-		return err
-	}
-	// Requests for the bucket are signed for the bucket's own region.
-	region := sb.Spec.Region
-	if region == "" {
-		region = storeRegion(store)
-	}
-	c, err := r.Stores.ClientForRegion(ctx, store, region)
-	if err != nil {
-		return err
-	}
-	scope.store, scope.s3 = store, c
-	scope.bucket = bucketNameFor(sb, store)
-	scope.region = region
-	return nil
-}
-
-func (r *StorageBucketReconciler) checkNamespaceAllowed(ctx context.Context, store *bkv1.ObjectStore, namespace string) error {
-	if store.Spec.AllowedNamespaces == nil {
-		return nil
-	}
-	ok, err := r.namespaceSelected(ctx, store.Spec.AllowedNamespaces, namespace)
-	if err != nil {
-		return terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
-	}
-	if !ok {
-		return terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces)", namespace, store.Name)
-	}
-	return nil
-}
-
-// namespaceSelected says whether the namespace's labels match sel. Namespaces are
-// cluster-scoped and their labels are the platform team's, not the tenant's.
-func (r *StorageBucketReconciler) namespaceSelected(ctx context.Context, sel *metav1.LabelSelector, namespace string) (bool, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false, err
-	}
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
-		return false, err
-	}
-	return selector.Matches(labels.Set(ns.Labels)), nil
-}
-
-// storeHealth reads the verdict of the store's own health check, so that when a store is
-// down its buckets say so without each sending a failing request of its own. The store's
-// message (endpoint addresses, TLS chain text) is the platform team's to read: tenants
-// see the reason and where to look, not the store's internals.
-func storeHealth(store *bkv1.ObjectStore) error {
-	ready := findCondition(store.Status.Conditions, bkv1.ConditionReady)
-	switch {
-	case ready == nil || ready.ObservedGeneration != store.Generation:
-		return waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
-	case ready.Status == metav1.ConditionTrue:
-		return nil
-	case ready.Reason == bkv1.ReasonStoreUnreachable:
-		return waitingf(bkv1.ReasonStoreUnreachable, "ObjectStore %q is unreachable; its status has the details", store.Name)
-	case terminalStoreReason(ready.Reason):
-		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
-	default:
-		return waitingf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is not ready (%s); its status has the details", store.Name, ready.Reason)
-	}
-}
-
-// bucketNameFor keeps a name once recorded, so a later change of the store's prefix
-// never moves an existing claim to another bucket.
-func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
-	switch {
-	case sb.Spec.BucketName != "":
-		return sb.Spec.BucketName
-	case sb.Status.BucketName != "":
-		return sb.Status.BucketName
-	default:
-		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
-	}
-}
-
-func storageBucketStatus(o client.Object) any { return o.(*bkv1.StorageBucket).Status }
-
-func (r *StorageBucketReconciler) statusWritten() {
-	if r.OnStatusWrite != nil {
-		r.OnStatusWrite("StorageBucket")
-	}
 }
 
 // syncMemo remembers when each StorageBucket's bucket and configuration were last

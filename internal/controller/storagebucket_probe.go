@@ -17,13 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
-
-// CanaryPrefix is where ReadWrite probes write their canary object; each bucket's
-// canary is named after the StorageBucket's UID and deleted after every probe.
-const CanaryPrefix = bkv1.CanaryPrefix
 
 // ProbeScheduler wakes a StorageBucket when its next probe is due: an event source
 // outside the cluster, fed by the reconciler after every probe.
@@ -47,7 +44,8 @@ type Prober struct {
 	Available func(key types.NamespacedName, available *bool, forget bool)
 	// Jitter draws from [0,1); nil means math/rand.
 	Jitter func() float64
-	// DefaultInterval applies to StorageBuckets that set no probe interval (1m if zero).
+	// DefaultInterval applies to StorageBuckets that set no probe interval
+	// (defaults.ProbeInterval if zero).
 	DefaultInterval time.Duration
 	// MinRequestInterval bounds on-demand probes (the probe-requested-at annotation,
 	// which the webhook sets too) to one per bucket per interval, however many new
@@ -55,8 +53,9 @@ type Prober struct {
 	// not dropped: the first probe at or after the interval's end serves all requests
 	// that arrived meanwhile, and only then is status.lastHandledProbeRequest written.
 	MinRequestInterval time.Duration
-	// Naive probes on every reconcile and writes lastProbeTime every time: the seeds'
-	// design, kept only as the benchmark's baseline.
+	// Naive probes on every reconcile and writes lastProbeTime every time, as a design
+	// with a single global ticker would; only the benchmark's baseline (the operator's
+	// global-ticker probe strategy, built with the benchbaseline tag) sets it.
 	Naive bool
 
 	mu     sync.Mutex
@@ -129,15 +128,17 @@ func (p *Prober) interval(sb *bkv1.StorageBucket) time.Duration {
 	case p.DefaultInterval > 0:
 		return p.DefaultInterval
 	default:
-		return time.Minute
+		return defaults.ProbeInterval
 	}
 }
 
+// probeTimeout is spec.probe.timeout; the API server defaults it, the fallback is for an
+// object that did not pass through its defaulting.
 func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
 	if sb.Spec.Probe.Timeout != nil && sb.Spec.Probe.Timeout.Duration > 0 {
 		return sb.Spec.Probe.Timeout.Duration
 	}
-	return 10 * time.Second
+	return defaults.ProbeTimeout
 }
 
 // reconcileAvailability keeps the Available verdict current. A store known to be down
@@ -266,7 +267,7 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 	var err error
 	mode := sb.Spec.Probe.Mode
 	if mode == bkv1.ProbeModeReadWrite {
-		err = canaryProbe(ctx, c, bucket, CanaryPrefix+string(sb.UID))
+		err = canaryProbe(ctx, c, bucket, bkv1.CanaryPrefix+string(sb.UID))
 	} else {
 		mode = bkv1.ProbeModeHead
 		_, err = c.HeadBucket(ctx, bucket)

@@ -17,21 +17,6 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// Keys of the connection Secret, named after the environment variables the AWS SDKs
-// read, so that `envFrom` is all an application needs.
-const (
-	KeyBucketName      = "BUCKET_NAME"
-	KeyBucketRegion    = "BUCKET_REGION"
-	KeyBucketEndpoint  = "BUCKET_ENDPOINT"
-	KeyBucketHost      = "BUCKET_HOST"
-	KeyBucketPort      = "BUCKET_PORT"
-	KeyAWSRegion       = "AWS_REGION"
-	KeyAWSEndpointS3   = "AWS_ENDPOINT_URL_S3"
-	KeyAWSAccessKeyID  = "AWS_ACCESS_KEY_ID"
-	KeyAWSSecretKey    = "AWS_SECRET_ACCESS_KEY"
-	KeyAWSSessionToken = "AWS_SESSION_TOKEN"
-)
-
 func connectionSecretName(sb *bkv1.StorageBucket) string {
 	if sb.Spec.ConnectionSecret.Name != "" {
 		return sb.Spec.ConnectionSecret.Name
@@ -114,15 +99,15 @@ func setConnectionMeta(s *corev1.Secret, sb *bkv1.StorageBucket) {
 		s.Labels = map[string]string{}
 	}
 	s.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
-	s.Labels[LabelSecretRole] = SecretRoleConnection
-	s.Labels[LabelStorageBucket] = sb.Name
+	s.Labels[bkv1.LabelSecretRole] = bkv1.SecretRoleConnection
+	s.Labels[bkv1.LabelStorageBucket] = sb.Name
 }
 
 // deleteStaleConnectionSecrets removes Secrets this claim wrote under an earlier
 // spec.connectionSecret.name.
 func (r *StorageBucketReconciler) deleteStaleConnectionSecrets(ctx context.Context, sb *bkv1.StorageBucket, keep string) error {
 	list := &corev1.SecretList{}
-	if err := r.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingLabels{LabelStorageBucket: sb.Name, LabelSecretRole: SecretRoleConnection}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingLabels{bkv1.LabelStorageBucket: sb.Name, bkv1.LabelSecretRole: bkv1.SecretRoleConnection}); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -150,13 +135,13 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	data := map[string][]byte{
-		KeyBucketName:     []byte(scope.bucket),
-		KeyBucketRegion:   []byte(scope.region),
-		KeyBucketEndpoint: []byte(endpoint),
-		KeyBucketHost:     []byte(u.Hostname()),
-		KeyBucketPort:     []byte(port),
-		KeyAWSRegion:      []byte(scope.region),
-		KeyAWSEndpointS3:  []byte(endpoint),
+		bkv1.SecretKeyBucketName:     []byte(scope.bucket),
+		bkv1.SecretKeyBucketRegion:   []byte(scope.region),
+		bkv1.SecretKeyBucketEndpoint: []byte(endpoint),
+		bkv1.SecretKeyBucketHost:     []byte(u.Hostname()),
+		bkv1.SecretKeyBucketPort:     []byte(port),
+		bkv1.SecretKeyAWSRegion:      []byte(scope.region),
+		bkv1.SecretKeyAWSEndpointS3:  []byte(endpoint),
 	}
 	addStoreTransport(data, scope.store)
 	ref := scope.store.Spec.ApplicationCredentialsSecretRef
@@ -167,14 +152,14 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	if err != nil {
 		return nil, err
 	}
-	id, secret := app.Data[KeyAccessKeyID], app.Data[KeySecretAccessKey]
+	id, secret := app.Data[bkv1.CredentialsKeyAccessKeyID], app.Data[bkv1.CredentialsKeySecretAccessKey]
 	if len(id) == 0 || len(secret) == 0 {
 		return nil, terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
-			types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, KeyAccessKeyID, KeySecretAccessKey)
+			types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)
 	}
-	data[KeyAWSAccessKeyID], data[KeyAWSSecretKey] = id, secret
-	if token := app.Data[KeySessionToken]; len(token) > 0 {
-		data[KeyAWSSessionToken] = token
+	data[bkv1.SecretKeyAWSAccessKeyID], data[bkv1.SecretKeyAWSSecretKey] = id, secret
+	if token := app.Data[bkv1.CredentialsKeySessionToken]; len(token) > 0 {
+		data[bkv1.SecretKeyAWSSessionToken] = token
 	}
 	return data, nil
 }

@@ -17,25 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
-)
-
-// Secret keys of a credentials Secret named by an ObjectStore.
-const (
-	KeyAccessKeyID     = "accessKeyID"
-	KeySecretAccessKey = "secretAccessKey"
-	KeySessionToken    = "sessionToken"
-)
-
-// LabelSecretRole marks every Secret the manager needs to see: the connection Secrets it
-// writes and the credential Secrets stores name (labelled on first use). The manager's
-// cache selects Secrets by this label, so it never holds every Secret in the cluster.
-const (
-	LabelSecretRole       = "bucketkeeper.io/secret-role"
-	SecretRoleConnection  = "connection"
-	SecretRoleCredentials = "credentials"
-	LabelStorageBucket    = "bucketkeeper.io/storagebucket"
-	defaultStoreRegion    = "us-east-1"
 )
 
 // StoreRegistry hands out one S3 client per ObjectStore and keeps it while neither the
@@ -158,9 +141,9 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 		Endpoint:              store.Spec.Endpoint,
 		Region:                region,
 		ForcePathStyle:        store.Spec.ForcePathStyle,
-		AccessKeyID:           creds[KeyAccessKeyID],
-		SecretAccessKey:       creds[KeySecretAccessKey],
-		SessionToken:          creds[KeySessionToken],
+		AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
+		SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
+		SessionToken:          creds[bkv1.CredentialsKeySessionToken],
 		CABundle:              []byte(store.Spec.CABundle),
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		RequestsPerSecond:     float64(store.Spec.RequestsPerSecond),
@@ -201,9 +184,9 @@ func (r *StoreRegistry) credentials(ctx context.Context, ref *bkv1.SecretReferen
 	for k, v := range secret.Data {
 		data[k] = string(v)
 	}
-	if data[KeyAccessKeyID] == "" || data[KeySecretAccessKey] == "" {
+	if data[bkv1.CredentialsKeyAccessKeyID] == "" || data[bkv1.CredentialsKeySecretAccessKey] == "" {
 		return nil, "", &StoreError{Reason: bkv1.ReasonCredentialsMissing,
-			Message: fmt.Sprintf("Secret %s/%s must have the keys %s and %s", ref.Namespace, ref.Name, KeyAccessKeyID, KeySecretAccessKey)}
+			Message: fmt.Sprintf("Secret %s/%s must have the keys %s and %s", ref.Namespace, ref.Name, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)}
 	}
 	return data, string(secret.UID) + "/" + secret.ResourceVersion, nil
 }
@@ -227,12 +210,12 @@ func (r *StoreRegistry) labelledSecret(ctx context.Context, ref *bkv1.SecretRefe
 		}
 		return nil, err
 	}
-	if secret.Labels[LabelSecretRole] == "" {
+	if secret.Labels[bkv1.LabelSecretRole] == "" {
 		patch := client.MergeFrom(secret.DeepCopy())
 		if secret.Labels == nil {
 			secret.Labels = map[string]string{}
 		}
-		secret.Labels[LabelSecretRole] = SecretRoleCredentials
+		secret.Labels[bkv1.LabelSecretRole] = bkv1.SecretRoleCredentials
 		if err := r.Client.Patch(ctx, secret, patch); err != nil {
 			return nil, fmt.Errorf("labelling Secret %s/%s so that changes to it are seen: %w", ref.Namespace, ref.Name, err)
 		}
@@ -244,5 +227,5 @@ func storeRegion(store *bkv1.ObjectStore) string {
 	if store.Spec.Region != "" {
 		return store.Spec.Region
 	}
-	return defaultStoreRegion
+	return defaults.StoreRegion
 }

@@ -63,8 +63,8 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "creds", Labels: map[string]string{LabelSecretRole: SecretRoleCredentials}},
-		Data:       map[string][]byte{KeyAccessKeyID: []byte("AKIDEXAMPLE"), KeySecretAccessKey: []byte("secret")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "creds", Labels: map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleCredentials}},
+		Data:       map[string][]byte{bkv1.CredentialsKeyAccessKeyID: []byte("AKIDEXAMPLE"), bkv1.CredentialsKeySecretAccessKey: []byte("secret")},
 	}
 	k8s := fake.NewClientBuilder().WithScheme(scheme).WithObjects(creds).Build()
 	var limiters []*rate.Limiter

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -204,7 +203,7 @@ func newFixture(t *testing.T, server *testenv.S3Server, mutate ...func(*bkv1.Obj
 	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name, server: server}
 	must(t, k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "store-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: server.AccessKeyID, controller.KeySecretAccessKey: server.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: server.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: server.SecretAccessKey},
 	}))
 	store := &bkv1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: f.store},

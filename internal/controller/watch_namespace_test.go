@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 )
 
@@ -24,7 +23,7 @@ func TestWatchNamespaceReadsCredentialsElsewhere(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), credsNS) })
 	must(t, k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: credsNS.Name, Name: "store-credentials"},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: seaweed.SecretAccessKey},
 	}))
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
 		s.Spec.CredentialsSecretRef = &bkv1.SecretReference{Namespace: credsNS.Name, Name: "store-credentials"}

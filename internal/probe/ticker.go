@@ -1,3 +1,5 @@
+//go:build benchbaseline
+
 package probe
 
 import (
@@ -14,8 +16,8 @@ import (
 
 // GlobalTicker is the simple design the Scheduler replaces: every interval it lists
 // every object and enqueues all of them at once. It exists only as the benchmark's
-// baseline (--probe-strategy=global-ticker), so the two are measured in the same
-// binary and harness.
+// baseline (--probe-strategy=global-ticker of a manager built with the benchbaseline
+// tag), so the two are measured by the same harness.
 type GlobalTicker struct {
 	Clock    clock.WithTicker
 	Interval time.Duration

@@ -10,7 +10,7 @@
 //
 // Three things matter more here than in a general-purpose S3 wrapper:
 //
-//   - Errors are classified into a [Kind] ([KindOf], [IsTransient]), because
+//   - Errors are classified into a [Kind] ([KindOf]), because
 //     the stores we target (AWS, SeaweedFS, Versity S3 Gateway, Ceph RGW,
 //     MinIO) disagree on codes and statuses for the same condition, and the
 //     controller must decide between "requeue with backoff", "report a

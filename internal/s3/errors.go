@@ -171,20 +171,6 @@ func KindOf(err error) Kind {
 	return k
 }
 
-// IsTransient reports whether retrying the same request later may succeed
-// without any change of configuration: throttling, timeouts, an unreachable
-// store and server-side (5xx) failures other than 501.
-func IsTransient(err error) bool {
-	if err == nil {
-		return false
-	}
-	switch KindOf(err) {
-	case KindThrottled, KindTimeout, KindUnreachable, KindServerError:
-		return true
-	}
-	return false
-}
-
 // classify extracts the kind, the S3 error code and the HTTP status from a
 // raw SDK error.
 func classify(err error) (Kind, string, int) {

@@ -16,8 +16,9 @@ import (
 )
 
 // TestClassifyCannedResponses drives each Client call against a canned S3
-// error and checks the kind, the transient verdict, the attempt count and
-// that the error names the operation and the bucket.
+// error and checks the kind, the attempt count and that the error names the
+// operation and the bucket. What each kind means for a condition is the
+// controller's verdict table (internal/controller/verdicts.go).
 func TestClassifyCannedResponses(t *testing.T) {
 	listBuckets := func(ctx context.Context, c Client) error { _, err := c.ListBuckets(ctx); return err }
 	create := func(ctx context.Context, c Client) error { return c.CreateBucket(ctx, "b1", "") }
@@ -30,37 +31,36 @@ func TestClassifyCannedResponses(t *testing.T) {
 	getTags := func(ctx context.Context, c Client) error { _, err := c.GetBucketTagging(ctx, "b1"); return err }
 
 	cases := []struct {
-		name      string
-		call      func(context.Context, Client) error
-		status    int
-		code      string
-		want      Kind
-		transient bool
-		attempts  int // HTTP requests the call makes (retries included)
+		name     string
+		call     func(context.Context, Client) error
+		status   int
+		code     string
+		want     Kind
+		attempts int // HTTP requests the call makes (retries included)
 	}{
-		{"own bucket exists", create, 409, "BucketAlreadyOwnedByYou", KindAlreadyOwnedByYou, false, 1},
-		{"name taken", create, 409, "BucketAlreadyExists", KindBucketNameTaken, false, 1},
-		{"head missing", head, 404, "", KindNotFound, false, 2},       // + confirming GET
-		{"head forbidden", head, 403, "", KindAccessDenied, false, 2}, // + confirming GET
-		{"head bad name", head, 400, "", KindInvalid, false, 1},
-		{"delete missing", del, 404, "NoSuchBucket", KindNotFound, false, 1},
-		{"delete not empty", del, 409, "BucketNotEmpty", KindNotEmpty, false, 1},
-		{"tagging on missing bucket stays an error", getTags, 404, "NoSuchBucket", KindNotFound, false, 1},
-		{"access denied", listBuckets, 403, "AccessDenied", KindAccessDenied, false, 1},
-		{"unknown key", listBuckets, 403, "InvalidAccessKeyId", KindInvalidCredentials, false, 1},
-		{"wrong secret", listBuckets, 403, "SignatureDoesNotMatch", KindInvalidCredentials, false, 1},
-		{"versity unknown key", listBuckets, 404, "XAdminUserNotFound", KindInvalidCredentials, false, 1},
-		{"expired token", listBuckets, 400, "ExpiredToken", KindInvalidCredentials, false, 1},
-		{"lifecycle not implemented", putLC, 501, "NotImplemented", KindNotImplemented, false, 1},
-		{"versity versioning off", putVer, 501, "VersioningNotConfigured", KindNotImplemented, false, 1},
-		{"slow down", listBuckets, 503, "SlowDown", KindThrottled, true, MaxAttempts},
-		{"503 without body", listBuckets, 503, "", KindThrottled, true, MaxAttempts},
-		{"429", listBuckets, 429, "TooManyRequests", KindThrottled, true, MaxAttempts},
-		{"internal error", listBuckets, 500, "InternalError", KindServerError, true, MaxAttempts},
-		{"bad gateway", listBuckets, 502, "", KindServerError, true, MaxAttempts},
-		{"invalid name", create, 400, "InvalidBucketName", KindInvalid, false, 1},
-		{"wrong region", create, 400, "AuthorizationHeaderMalformed", KindInvalid, false, 1},
-		{"teapot", listBuckets, 418, "Teapot", KindUnknown, false, 1},
+		{"own bucket exists", create, 409, "BucketAlreadyOwnedByYou", KindAlreadyOwnedByYou, 1},
+		{"name taken", create, 409, "BucketAlreadyExists", KindBucketNameTaken, 1},
+		{"head missing", head, 404, "", KindNotFound, 2},       // + confirming GET
+		{"head forbidden", head, 403, "", KindAccessDenied, 2}, // + confirming GET
+		{"head bad name", head, 400, "", KindInvalid, 1},
+		{"delete missing", del, 404, "NoSuchBucket", KindNotFound, 1},
+		{"delete not empty", del, 409, "BucketNotEmpty", KindNotEmpty, 1},
+		{"tagging on missing bucket stays an error", getTags, 404, "NoSuchBucket", KindNotFound, 1},
+		{"access denied", listBuckets, 403, "AccessDenied", KindAccessDenied, 1},
+		{"unknown key", listBuckets, 403, "InvalidAccessKeyId", KindInvalidCredentials, 1},
+		{"wrong secret", listBuckets, 403, "SignatureDoesNotMatch", KindInvalidCredentials, 1},
+		{"versity unknown key", listBuckets, 404, "XAdminUserNotFound", KindInvalidCredentials, 1},
+		{"expired token", listBuckets, 400, "ExpiredToken", KindInvalidCredentials, 1},
+		{"lifecycle not implemented", putLC, 501, "NotImplemented", KindNotImplemented, 1},
+		{"versity versioning off", putVer, 501, "VersioningNotConfigured", KindNotImplemented, 1},
+		{"slow down", listBuckets, 503, "SlowDown", KindThrottled, MaxAttempts},
+		{"503 without body", listBuckets, 503, "", KindThrottled, MaxAttempts},
+		{"429", listBuckets, 429, "TooManyRequests", KindThrottled, MaxAttempts},
+		{"internal error", listBuckets, 500, "InternalError", KindServerError, MaxAttempts},
+		{"bad gateway", listBuckets, 502, "", KindServerError, MaxAttempts},
+		{"invalid name", create, 400, "InvalidBucketName", KindInvalid, 1},
+		{"wrong region", create, 400, "AuthorizationHeaderMalformed", KindInvalid, 1},
+		{"teapot", listBuckets, 418, "Teapot", KindUnknown, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,9 +75,6 @@ func TestClassifyCannedResponses(t *testing.T) {
 			}
 			if got := KindOf(err); got != tc.want {
 				t.Errorf("KindOf = %v, want %v (err: %v)", got, tc.want, err)
-			}
-			if got := IsTransient(err); got != tc.transient {
-				t.Errorf("IsTransient = %v, want %v", got, tc.transient)
 			}
 			if got := int(hits.Load()); got != tc.attempts {
 				t.Errorf("server saw %d requests, want %d", got, tc.attempts)
@@ -127,8 +124,8 @@ func TestClassifyTransport(t *testing.T) {
 		_ = l.Close()
 		c, obs := newTestClient(t, "http://"+addr)
 		_, err = c.ListBuckets(testCtx(t))
-		if KindOf(err) != KindUnreachable || !IsTransient(err) {
-			t.Fatalf("KindOf = %v transient=%v, want Unreachable (err: %v)", KindOf(err), IsTransient(err), err)
+		if KindOf(err) != KindUnreachable {
+			t.Fatalf("KindOf = %v, want Unreachable (err: %v)", KindOf(err), err)
 		}
 		if n := len(obs.all()); n != MaxAttempts {
 			t.Errorf("observer saw %d attempts, want %d", n, MaxAttempts)
@@ -143,7 +140,7 @@ func TestClassifyTransport(t *testing.T) {
 		}), nil)
 		c, obs := newTestClient(t, srv.URL)
 		_, err := c.ListBuckets(testCtx(t))
-		if KindOf(err) != KindTLS || IsTransient(err) {
+		if KindOf(err) != KindTLS {
 			t.Fatalf("KindOf = %v, want TLS (err: %v)", KindOf(err), err)
 		}
 		if n := len(obs.all()); n != 1 {
@@ -170,7 +167,7 @@ func TestClassifyTransport(t *testing.T) {
 		}, func(cfg *Config) { cfg.RequestTimeout = 50 * time.Millisecond })
 		start := time.Now()
 		_, err := c.ListBuckets(context.Background())
-		if KindOf(err) != KindTimeout || !IsTransient(err) {
+		if KindOf(err) != KindTimeout {
 			t.Fatalf("KindOf = %v, want Timeout (err: %v)", KindOf(err), err)
 		}
 		if d := time.Since(start); d > 5*time.Second {
@@ -186,7 +183,7 @@ func TestClassifyTransport(t *testing.T) {
 		}
 		ctx, cancel = context.WithCancel(context.Background())
 		cancel()
-		if err := c.DeleteBucket(ctx, "b1"); KindOf(err) != KindCanceled || IsTransient(err) {
+		if err := c.DeleteBucket(ctx, "b1"); KindOf(err) != KindCanceled {
 			t.Errorf("KindOf = %v, want Canceled (err: %v)", KindOf(err), err)
 		}
 	})
@@ -224,8 +221,8 @@ func TestKindString(t *testing.T) {
 	if got := Kind(99).String(); got != "Kind(99)" {
 		t.Errorf("Kind(99).String() = %q", got)
 	}
-	if KindOf(nil) != KindUnknown || IsTransient(nil) {
-		t.Error("nil error must be Unknown and not transient")
+	if KindOf(nil) != KindUnknown {
+		t.Error("nil error must be Unknown")
 	}
 }
 

@@ -102,8 +102,7 @@ func TestResponseHeaderTimeoutFires(t *testing.T) {
 }
 
 // TestRequestTimeoutBoundsEveryCall: a Client call without any deadline of the
-// caller's fails within RequestTimeout (SDK retries included) as a transient
-// timeout.
+// caller's fails within RequestTimeout (SDK retries included) as a timeout.
 func TestRequestTimeoutBoundsEveryCall(t *testing.T) {
 	const timeout = 400 * time.Millisecond
 	srv := newSilentServer(t)
@@ -120,8 +119,8 @@ func TestRequestTimeoutBoundsEveryCall(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error from a server that never answers")
 			}
-			if k := KindOf(err); k != KindTimeout || !IsTransient(err) {
-				t.Errorf("KindOf = %v (transient %v), want a transient Timeout: %v", k, IsTransient(err), err)
+			if k := KindOf(err); k != KindTimeout {
+				t.Errorf("KindOf = %v, want Timeout: %v", k, err)
 			}
 			if elapsed < timeout || elapsed > 20*timeout {
 				t.Errorf("failed after %v, want about %v", elapsed, timeout)

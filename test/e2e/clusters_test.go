@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -59,7 +58,7 @@ func TestOtherClusterNeverRebinds(t *testing.T) {
 	startManager(t, cpB.Config, operator.Options{})
 	must(t, k8sB.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
 	must(t, k8sB.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "creds"},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey}}))
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: seaweed.SecretAccessKey}}))
 	storeB := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}, Spec: bkv1.ObjectStoreSpec{
 		Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true, BucketNamePrefix: prefix,
 		CredentialsSecretRef: &bkv1.SecretReference{Namespace: f.ns, Name: "creds"},

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -127,7 +126,7 @@ func newFixture(t *testing.T, credsNamespace string, mutate ...func(*bkv1.Object
 	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: credsNamespace, Name: "creds-" + ns.Name},
-		StringData: map[string]string{controller.KeyAccessKeyID: seaweed.AccessKeyID, controller.KeySecretAccessKey: seaweed.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: seaweed.SecretAccessKey},
 	}
 	must(t, k8s.Create(ctx, secret))
 	store := &bkv1.ObjectStore{

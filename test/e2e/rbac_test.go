@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -88,8 +87,8 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	bucket := got.Status.BucketName
 	conn := &corev1.Secret{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: got.Status.ConnectionSecretName}, conn))
-	if string(conn.Data[controller.KeyBucketName]) != bucket {
-		t.Errorf("connection Secret %s has %s=%q, want %q", conn.Name, controller.KeyBucketName, conn.Data[controller.KeyBucketName], bucket)
+	if string(conn.Data[bkv1.SecretKeyBucketName]) != bucket {
+		t.Errorf("connection Secret %s has %s=%q, want %q", conn.Name, bkv1.SecretKeyBucketName, conn.Data[bkv1.SecretKeyBucketName], bucket)
 	}
 	lease := &coordinationv1.Lease{}
 	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: leaseName}, lease))

@@ -13,8 +13,7 @@ import (
 // notExposed lists the manager flags the chart deliberately leaves out, with why.
 // Everything else the binary defines must be reachable through values.yaml.
 var notExposed = map[string]string{
-	"kubeconfig":     "in a cluster the manager uses its ServiceAccount (in-cluster config)",
-	"probe-strategy": "benchmark only: selects the naive baseline prober",
+	"kubeconfig": "in a cluster the manager uses its ServiceAccount (in-cluster config)",
 }
 
 // fullValues sets every flag-backed value of the chart to something other than its

@@ -1,0 +1,109 @@
+package v1alpha1
+
+// This file holds every name users see outside the operator's conditions: the
+// finalizer, labels, annotations, bucket tags, Secret keys and the probe's object
+// prefix. They are part of the API: changing one breaks what users and their tools
+// already read or write.
+
+// Labels, annotations, tags and finalizers the operator owns.
+const (
+	// Finalizer keeps a StorageBucket (or an ObjectStore in use) until its deletion
+	// policy has been carried out against the store.
+	Finalizer = "bucketkeeper.io/finalizer"
+
+	// TagClaim and TagUID mark a bucket as owned by one StorageBucket. Only a bucket
+	// carrying both for this claim counts as "already ours"; a released bucket keeps
+	// TagClaim but loses TagUID, so only a claim with the same namespace/name re-binds.
+	TagClaim = "bucketkeeper.io/claim"
+	TagUID   = "bucketkeeper.io/uid"
+	// TagCluster names the cluster (--cluster-id, default the kube-system namespace's
+	// UID) whose operator owns the bucket. A bucket tagged by another cluster sharing
+	// the store is never touched, re-bound or purged.
+	TagCluster = "bucketkeeper.io/cluster"
+	// MaxTagValueLength is S3's limit on a tag value; the claim tag is shortened
+	// (with a hash) to stay within it for any namespace and name.
+	MaxTagValueLength = 256
+	// SystemTagPrefix marks tags the store itself sets (aws:cloudformation:...). They
+	// cannot be written back, so they are kept on the bucket and never sent.
+	SystemTagPrefix = "aws:"
+
+	// ReservedTagPrefix is the tag-key prefix users may not set themselves.
+	ReservedTagPrefix = "bucketkeeper.io/"
+
+	// AnnotationProbeRequestedAt asks for an immediate probe when its value changes
+	// (the same convention as Flux's reconcile.fluxcd.io/requestedAt).
+	AnnotationProbeRequestedAt = "bucketkeeper.io/probe-requested-at"
+
+	// AnnotationDeletionPolicy set to DeletionPolicyOrphan on a StorageBucket abandons
+	// its bucket: deletion removes the finalizer without contacting the store, the way
+	// out when the store or its credentials are gone for good. The bucket keeps its
+	// tags, so a later claim of the same cluster, namespace and name binds it again.
+	AnnotationDeletionPolicy = "bucketkeeper.io/deletion-policy"
+	DeletionPolicyOrphan     = "Orphan"
+
+	// AnnotationRotateRequestedAt asks a BucketAccess for a new key when its value
+	// changes; the handled value is recorded in status.rotation.lastHandledRequest.
+	AnnotationRotateRequestedAt = "bucketkeeper.io/rotate-requested-at"
+
+	// LabelBucketAccess marks the Secret a BucketAccess writes (value: its name).
+	LabelBucketAccess = "bucketkeeper.io/bucketaccess"
+
+	// LabelManagedBy marks the Secrets the operator writes; the manager's cache
+	// selects Secrets by it so it never caches every Secret in the cluster.
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "bucketkeeper"
+)
+
+// Keys the connection Secret of a StorageBucket and the Secret of a BucketAccess carry
+// besides the endpoint, region and keys, so that an application with only the Secret
+// can reach a self-hosted store.
+const (
+	// SecretKeyCABundle holds the store's spec.caBundle (PEM), present only when the
+	// store has one. Mount the Secret as a volume and point AWS_CA_BUNDLE at this key's
+	// file: the AWS SDKs read that variable as a path, not as PEM text.
+	SecretKeyCABundle = "BUCKET_CA_BUNDLE"
+	// SecretKeyForcePathStyle is "true" when the store addresses buckets as
+	// endpoint/bucket (spec.forcePathStyle), "false" for virtual-hosted style
+	// (bucket.endpoint). Always present.
+	SecretKeyForcePathStyle = "BUCKET_FORCE_PATH_STYLE"
+)
+
+// CanaryPrefix is where ReadWrite probes write their canary object (named after the
+// StorageBucket's UID, deleted after every probe). Event notifications for keys under
+// it are ignored by the webhook; filter them out of a bucket's notifications as well.
+const CanaryPrefix = ".bucketkeeper/probe/"
+
+// Keys of a credentials Secret an ObjectStore names in spec.credentialsSecretRef.
+const (
+	CredentialsKeyAccessKeyID     = "accessKeyID"
+	CredentialsKeySecretAccessKey = "secretAccessKey"
+	// CredentialsKeySessionToken is optional: temporary credentials carry one.
+	CredentialsKeySessionToken = "sessionToken"
+)
+
+// Keys of the connection Secret, named after the environment variables the AWS SDKs
+// read, so that `envFrom` is all an application needs.
+const (
+	SecretKeyBucketName      = "BUCKET_NAME"
+	SecretKeyBucketRegion    = "BUCKET_REGION"
+	SecretKeyBucketEndpoint  = "BUCKET_ENDPOINT"
+	SecretKeyBucketHost      = "BUCKET_HOST"
+	SecretKeyBucketPort      = "BUCKET_PORT"
+	SecretKeyAWSRegion       = "AWS_REGION"
+	SecretKeyAWSEndpointS3   = "AWS_ENDPOINT_URL_S3"
+	SecretKeyAWSAccessKeyID  = "AWS_ACCESS_KEY_ID"
+	SecretKeyAWSSecretKey    = "AWS_SECRET_ACCESS_KEY"
+	SecretKeyAWSSessionToken = "AWS_SESSION_TOKEN"
+)
+
+// LabelSecretRole marks every Secret the manager needs to see: the connection Secrets it
+// writes (SecretRoleConnection) and the credentials Secrets stores name
+// (SecretRoleCredentials, labelled on first use). The manager's cache selects Secrets by
+// this label, so it never holds every Secret in the cluster.
+const (
+	LabelSecretRole       = "bucketkeeper.io/secret-role"
+	SecretRoleConnection  = "connection"
+	SecretRoleCredentials = "credentials"
+	// LabelStorageBucket marks a connection Secret with the StorageBucket it belongs to.
+	LabelStorageBucket = "bucketkeeper.io/storagebucket"
+)

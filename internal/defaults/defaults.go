@@ -1,0 +1,66 @@
+// Package defaults holds every default value of the operator in one place: the
+// manager's flags (cmd/bucketkeeper), the development command (cmd/bucketkeeper-dev),
+// operator.Options' defaulting and the controllers' fallbacks all read them here, and
+// the values the CRDs default to (+kubebuilder:default) are checked against them
+// (TestCRDDefaultsAgree), so the documentation, the flags and the code cannot drift.
+package defaults
+
+import "time"
+
+// Manager-wide defaults: the flags of cmd/bucketkeeper and operator.Options.
+const (
+	MetricsBindAddress     = ":8080"
+	HealthProbeBindAddress = ":8081"
+
+	LeaderElectionID = "bucketkeeper.io"
+	// LeaseDuration, RenewDeadline and RetryPeriod are controller-runtime's own.
+	LeaseDuration = 15 * time.Second
+	RenewDeadline = 10 * time.Second
+	RetryPeriod   = 2 * time.Second
+
+	// KubeAPIQPS and KubeAPIBurst pace the manager's requests to the API server.
+	KubeAPIQPS   = 50
+	KubeAPIBurst = 100
+
+	// Concurrency is the number of StorageBuckets reconciled at once.
+	Concurrency = 4
+	// SyncInterval is how often each bucket's configuration is re-read to correct drift.
+	SyncInterval = 10 * time.Minute
+	// StatusHeartbeat bounds how often a timestamp alone is rewritten in status.
+	StatusHeartbeat = 5 * time.Minute
+	// S3RequestTimeout bounds every S3 call, SDK retries included.
+	S3RequestTimeout = 30 * time.Second
+	// ReconcileTimeout bounds each reconcile as a whole.
+	ReconcileTimeout = 2 * time.Minute
+
+	// ProbeInterval applies to StorageBuckets without spec.probe.interval.
+	ProbeInterval = time.Minute
+	// MinProbeRequestInterval bounds on-demand probes to one per bucket per interval.
+	MinProbeRequestInterval = 10 * time.Second
+
+	// AccessKeyGrace is how long a replaced BucketAccess key stays valid after the
+	// Secret received its successor, so running pods can reload.
+	AccessKeyGrace = 10 * time.Minute
+)
+
+// MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
+// have in flight: three quarters of concurrency and always at least one worker less, so
+// other stores keep at least one (with concurrency 1 there is nothing to share: 1).
+func MaxReconcilesPerStore(concurrency int) int {
+	return max(1, min(concurrency-1, (3*concurrency+3)/4))
+}
+
+// Defaults of the API: the CRDs default these fields to the same values, and the code
+// falls back to them for objects that did not pass through the API server's defaulting.
+const (
+	// ProbeTimeout is spec.probe.timeout of a StorageBucket.
+	ProbeTimeout = 5 * time.Second
+	// StoreHealthCheckInterval is spec.healthCheck.interval of an ObjectStore.
+	StoreHealthCheckInterval = 30 * time.Second
+	// StoreRegion is spec.region of an ObjectStore: the region requests are signed for.
+	StoreRegion = "us-east-1"
+)
+
+// StoreHealthCheckTimeout bounds one ObjectStore health check (the S3 request timeout
+// applies too).
+const StoreHealthCheckTimeout = 10 * time.Second

@@ -1,0 +1,149 @@
+package operator
+
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// Options configure one operator instance. Zero values mean the defaults of package
+// defaults, which the flags of cmd/bucketkeeper show too.
+type Options struct {
+	// MetricsBindAddress serves Prometheus metrics; "0" turns the endpoint off.
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS and lets through only callers whose
+	// bearer token the API server authenticates (TokenReview) and authorizes for
+	// GET /metrics (SubjectAccessReview).
+	MetricsSecure bool
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns them off.
+	HealthProbeBindAddress string
+
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (default
+	// 15s/10s/2s, controller-runtime's own).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// Concurrency is the number of StorageBuckets reconciled at once (default 4).
+	Concurrency int
+	// SyncInterval is how often each bucket's configuration is re-read to correct
+	// drift made outside the operator (default 10m).
+	SyncInterval time.Duration
+	// StatusHeartbeat bounds how often a timestamp alone is rewritten in status
+	// (default 5m).
+	StatusHeartbeat time.Duration
+
+	// S3RequestTimeout bounds every S3 call, SDK retries included (default 30s); a
+	// probe's shorter timeout still applies to its own calls.
+	S3RequestTimeout time.Duration
+	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
+	ReconcileTimeout time.Duration
+	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
+	// flight, so a store that hangs cannot take every worker. Default: three quarters
+	// of Concurrency and always at least one worker less, so other stores keep at
+	// least one (with Concurrency 1 there is nothing to share: 1).
+	MaxReconcilesPerStore int
+
+	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval
+	// (default 1m).
+	DefaultProbeInterval time.Duration
+	// MinProbeRequestInterval bounds on-demand probes (annotation or webhook) to one
+	// per bucket per interval; requests inside it are served together at its end
+	// (default 10s).
+	MinProbeRequestInterval time.Duration
+	// WatchNamespace limits the namespaces whose StorageBuckets and Secrets are
+	// watched (empty: all).
+	WatchNamespace string
+
+	// WatchLabelSelector limits the StorageBuckets and BucketAccesses this instance
+	// sees, for sharding buckets across several operator deployments (empty: all).
+	// An access belongs to the shard of its buckets, so it carries the same labels.
+	WatchLabelSelector string
+
+	// DisableAvailabilityMetric drops the per-bucket bucketkeeper_bucket_available
+	// series, for installs with very many buckets.
+	DisableAvailabilityMetric bool
+
+	// ReceiverBindAddress, when set, serves the authenticated probe-request webhook
+	// there, signed with ReceiverSecret.
+	ReceiverBindAddress string
+	ReceiverSecret      []byte
+	// ReceiverTLSCertFile and ReceiverTLSKeyFile, both or neither, make the receiver
+	// serve HTTPS with that PEM certificate and key.
+	ReceiverTLSCertFile, ReceiverTLSKeyFile string
+
+	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
+	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
+	// ticker enqueueing every bucket and writing lastProbeTime on every probe, the
+	// baseline the scheduler is measured against.
+	ProbeStrategy string
+
+	// AccessKeyGrace is how long a rotated-out key stays valid (default 10m).
+	AccessKeyGrace time.Duration
+	// IAMFactory builds IAM drivers (default iam.New).
+	IAMFactory iam.Factory
+
+	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
+	PprofBindAddress string
+
+	// ClusterID is written into every bucket's ownership tags (bucketkeeper.io/cluster)
+	// and every IAM user name, so that clusters sharing a store never touch each
+	// other's buckets or users. Empty means the UID of the kube-system namespace,
+	// which is stable for a cluster's lifetime and differs between clusters.
+	ClusterID string
+
+	// S3Factory builds store clients (default s3.New). Tests wrap it.
+	S3Factory s3.Factory
+	// S3Observer, if set, sees every S3 request besides the metrics.
+	S3Observer func(store, operation string, httpStatus int, err error)
+	// Clock drives everything time-based (default: the real clock).
+	Clock clock.WithTicker
+}
+
+// setDefaults is the one defaulting step of Options: every unset field takes its value
+// from package defaults.
+func (o *Options) setDefaults() {
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = defaults.LeaderElectionID
+	}
+	durations := []struct {
+		field *time.Duration
+		value time.Duration
+	}{
+		{&o.LeaseDuration, defaults.LeaseDuration},
+		{&o.RenewDeadline, defaults.RenewDeadline},
+		{&o.RetryPeriod, defaults.RetryPeriod},
+		{&o.SyncInterval, defaults.SyncInterval},
+		{&o.StatusHeartbeat, defaults.StatusHeartbeat},
+		{&o.S3RequestTimeout, defaults.S3RequestTimeout},
+		{&o.ReconcileTimeout, defaults.ReconcileTimeout},
+		{&o.DefaultProbeInterval, defaults.ProbeInterval},
+		{&o.MinProbeRequestInterval, defaults.MinProbeRequestInterval},
+		{&o.AccessKeyGrace, defaults.AccessKeyGrace},
+	}
+	for _, d := range durations {
+		if *d.field <= 0 {
+			*d.field = d.value
+		}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = defaults.Concurrency
+	}
+	if o.MaxReconcilesPerStore <= 0 {
+		o.MaxReconcilesPerStore = defaults.MaxReconcilesPerStore(o.Concurrency)
+	}
+	if o.S3Factory == nil {
+		o.S3Factory = s3.New
+	}
+	if o.IAMFactory == nil {
+		o.IAMFactory = iam.New
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
