@@ -89,8 +89,9 @@ type Options struct {
 	// An access belongs to the shard of its buckets, so it carries the same labels.
 	WatchLabelSelector string
 
-	// DisableAvailabilityMetric drops the per-bucket bucketkeeper_bucket_available
-	// series, for installs with very many buckets.
+	// DisableAvailabilityMetric drops the per-bucket series
+	// (bucketkeeper_bucket_available, bucketkeeper_bucket_last_successful_probe_timestamp_seconds
+	// and bucketkeeper_bucket_probe_interval_seconds), for installs with very many buckets.
 	DisableAvailabilityMetric bool
 
 	// ReceiverBindAddress, when set, serves the authenticated probe-request webhook
@@ -320,6 +321,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		prober.Available = func(key types.NamespacedName, available *bool, forget bool) {
 			metrics.SetAvailable(key.Namespace, key.Name, available, forget)
 		}
+		prober.Succeeded = func(key types.NamespacedName, at time.Time, interval time.Duration) {
+			metrics.SetProbeSucceeded(key.Namespace, key.Name, at, interval)
+		}
 	}
 
 	if err := (&controller.ObjectStoreReconciler{
@@ -330,6 +334,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Clock:            opts.Clock,
 		Heartbeat:        opts.StatusHeartbeat,
 		OnStatusWrite:    metrics.ObserveStatusWrite,
+		OnHealth:         metrics.SetStoreReady,
 		Budget:           scheduler.SetBudget,
 		Access:           access,
 		ReconcileTimeout: opts.ReconcileTimeout,
