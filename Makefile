@@ -21,6 +21,7 @@ manifests: ## Generate CRDs and RBAC from the +kubebuilder markers; copy CRDs, a
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=bucketkeeper-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	cp config/crd/bases/*.yaml charts/bucketkeeper/crds/
+	@# charts/bucketkeeper/files holds only copies of config/prometheus: never edit it.
 	rm -rf charts/bucketkeeper/files && mkdir -p charts/bucketkeeper/files/dashboards
 	cp config/prometheus/prometheusrule.yaml charts/bucketkeeper/files/
 	cp config/prometheus/dashboards/*.json charts/bucketkeeper/files/dashboards/
