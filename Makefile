@@ -7,7 +7,8 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
 RACE_PKGS := ./internal/... ./cmd/...
 # Generated files that `make verify` checks are up to date.
-GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds
+GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds \
+	charts/bucketkeeper/files
 TEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: all
@@ -16,10 +17,14 @@ all: build
 ##@ Generation
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from the +kubebuilder markers.
+manifests: ## Generate CRDs and RBAC from the +kubebuilder markers; copy CRDs, alerts and dashboards into the chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=bucketkeeper-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	cp config/crd/bases/*.yaml charts/bucketkeeper/crds/
+	@# charts/bucketkeeper/files holds only copies of config/prometheus: never edit it.
+	rm -rf charts/bucketkeeper/files && mkdir -p charts/bucketkeeper/files/dashboards
+	cp config/prometheus/prometheusrule.yaml charts/bucketkeeper/files/
+	cp config/prometheus/dashboards/*.json charts/bucketkeeper/files/dashboards/
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.

@@ -264,7 +264,8 @@ type StorageBucketStatus struct {
 	Available *bool `json:"available,omitempty"`
 	// LastProbeTime is when the bucket was last probed. To spare the API server, it
 	// is written when the verdict changes and otherwise refreshed at most once per
-	// --status-heartbeat (default 5m); per-probe freshness is in the metrics.
+	// --status-heartbeat (default 5m); the time of every successful probe is in the
+	// bucketkeeper_bucket_last_successful_probe_timestamp_seconds metric.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 	// LastProbeLatency is how long the last written probe took.

@@ -39,6 +39,9 @@ type ObjectStoreReconciler struct {
 	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
 	Heartbeat     time.Duration
 	OnStatusWrite func(kind string)
+	// OnHealth receives each health verdict (ready or not) and nil once the store is
+	// deleted, for the per-store gauge; may be nil.
+	OnHealth func(store string, ready *bool)
 	// Budget receives each store's request budget, so probes are paced by it; may be nil.
 	Budget func(store string, perSecond float64, burst int)
 	// Access checks stores whose accessProvider is IAM; may be nil.
@@ -148,6 +151,10 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		store.Status.LastHealthCheckTime = &t
 	}
 	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, status, reason, message)
+	if r.OnHealth != nil {
+		ready := status == metav1.ConditionTrue
+		r.OnHealth(store.Name, &ready)
+	}
 	// Reconciling and Stalled are what kstatus (and every GitOps tool built on it)
 	// reads: without them a store that answered once and then went away would count
 	// as Current. They never both hold, as kstatus reads whichever comes first.
@@ -201,6 +208,9 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 	r.mu.Lock()
 	delete(r.lastChecked, store.Name)
 	r.mu.Unlock()
+	if r.OnHealth != nil {
+		r.OnHealth(store.Name, nil)
+	}
 	err := patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

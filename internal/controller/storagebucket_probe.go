@@ -42,6 +42,10 @@ type Prober struct {
 	// Available reports a bucket's verdict for the availability gauge (nil = unknown,
 	// forgotten = deleted); may be nil.
 	Available func(key types.NamespacedName, available *bool, forget bool)
+	// Succeeded reports every successful probe with its time and the bucket's interval,
+	// for the last-successful-probe gauge (status.lastProbeTime moves only once per
+	// heartbeat); may be nil. The series go with Available's forget.
+	Succeeded func(key types.NamespacedName, at time.Time, interval time.Duration)
 	// Jitter draws from [0,1); nil means math/rand.
 	Jitter func() float64
 	// DefaultInterval applies to StorageBuckets that set no probe interval
@@ -87,12 +91,17 @@ func (p *Prober) forget(key types.NamespacedName) {
 	if p.Scheduler != nil {
 		p.Scheduler.Forget(key)
 	}
-	if p.Available != nil {
+	p.mu.Lock()
+	_, known := p.states[key]
+	delete(p.states, key)
+	p.mu.Unlock()
+	// Only a bucket this prober probed can have series of its own. Another manager in
+	// the same process (a shard of the dev binary, the tests) may be told about a
+	// bucket it does not serve, e.g. through its connection Secret, and must not
+	// delete the series of the manager that serves it.
+	if known && p.Available != nil {
 		p.Available(key, nil, true)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.states, key)
 }
 
 func (p *Prober) state(key types.NamespacedName, uid types.UID) (probeState, bool) {
@@ -206,6 +215,9 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 			st.lastServed = now
 		}
 		r.recordProbe(patcher, sb, res, now, true)
+		if res.status == metav1.ConditionTrue && p.Succeeded != nil {
+			p.Succeeded(key, now, interval)
+		}
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
 			// The provisioning path recreates it (with its event) on the next pass.

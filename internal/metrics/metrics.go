@@ -46,6 +46,29 @@ var (
 		Help: "Whether a bucket answered its last probe (1) or not (0).",
 	}, []string{"namespace", "name"})
 
+	// BucketLastSuccessfulProbe is when a bucket last answered a probe, in unix seconds:
+	// status.lastProbeTime is refreshed only once per heartbeat, this on every success.
+	// Behind the same opt-out as BucketAvailable.
+	BucketLastSuccessfulProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_last_successful_probe_timestamp_seconds",
+		Help: "Unix time of the last probe a bucket answered; absent until its first success.",
+	}, []string{"namespace", "name"})
+
+	// BucketProbeInterval is the probe interval in force at a bucket's last successful
+	// probe, so a staleness alert can judge each bucket by its own interval (10s to 24h).
+	BucketProbeInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_probe_interval_seconds",
+		Help: "Probe interval of a bucket, as of its last successful probe.",
+	}, []string{"namespace", "name"})
+
+	// ObjectStoreReady is 1 while a store passes its health check and 0 while it does
+	// not (unreachable, credentials refused, TLS not trusted); absent before the first
+	// check and after the store is deleted.
+	ObjectStoreReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_objectstore_ready",
+		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
+	}, []string{"store"})
+
 	// ProbeScheduleLag is how late probe events leave the scheduler, budget delays included.
 	ProbeScheduleLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "bucketkeeper_probe_schedule_lag_seconds",
@@ -59,7 +82,8 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable, ProbeScheduleLag)
+		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+			BucketLastSuccessfulProbe, BucketProbeInterval, ObjectStoreReady, ProbeScheduleLag)
 	})
 }
 
@@ -87,8 +111,13 @@ func ObserveProbe(store, mode, result string, latency time.Duration) {
 	Probes.WithLabelValues(store, result).Inc()
 }
 
-// SetAvailable sets (or, when forget is true or available nil, removes) a bucket's series.
+// SetAvailable sets (or, when available is nil, removes) a bucket's availability series.
+// forget removes every per-bucket series: the bucket is gone.
 func SetAvailable(namespace, name string, available *bool, forget bool) {
+	if forget {
+		BucketLastSuccessfulProbe.DeleteLabelValues(namespace, name)
+		BucketProbeInterval.DeleteLabelValues(namespace, name)
+	}
 	if forget || available == nil {
 		BucketAvailable.DeleteLabelValues(namespace, name)
 		return
@@ -98,4 +127,25 @@ func SetAvailable(namespace, name string, available *bool, forget bool) {
 		v = 1
 	}
 	BucketAvailable.WithLabelValues(namespace, name).Set(v)
+}
+
+// SetProbeSucceeded records a successful probe of a bucket taken at the given time. An
+// unknown verdict (store unreachable) leaves the series alone: that staleness is what
+// an alert on it must see.
+func SetProbeSucceeded(namespace, name string, at time.Time, interval time.Duration) {
+	BucketLastSuccessfulProbe.WithLabelValues(namespace, name).Set(float64(at.UnixNano()) / 1e9)
+	BucketProbeInterval.WithLabelValues(namespace, name).Set(interval.Seconds())
+}
+
+// SetStoreReady sets a store's health series, or removes it when ready is nil.
+func SetStoreReady(store string, ready *bool) {
+	if ready == nil {
+		ObjectStoreReady.DeleteLabelValues(store)
+		return
+	}
+	v := 0.0
+	if *ready {
+		v = 1
+	}
+	ObjectStoreReady.WithLabelValues(store).Set(v)
 }

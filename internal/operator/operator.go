@@ -208,6 +208,9 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 		prober.Available = func(key types.NamespacedName, available *bool, forget bool) {
 			metrics.SetAvailable(key.Namespace, key.Name, available, forget)
 		}
+		prober.Succeeded = func(key types.NamespacedName, at time.Time, interval time.Duration) {
+			metrics.SetProbeSucceeded(key.Namespace, key.Name, at, interval)
+		}
 	}
 	events, runnable := scheduler.Source(), manager.Runnable(scheduler)
 	switch strategy, ok := probeStrategies[opts.ProbeStrategy]; {
@@ -235,6 +238,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		Clock:            opts.Clock,
 		Heartbeat:        opts.StatusHeartbeat,
 		OnStatusWrite:    metrics.ObserveStatusWrite,
+		OnHealth:         metrics.SetStoreReady,
 		Budget:           p.budget,
 		Access:           access,
 		ReconcileTimeout: opts.ReconcileTimeout,

@@ -65,8 +65,9 @@ type Options struct {
 	// An access belongs to the shard of its buckets, so it carries the same labels.
 	WatchLabelSelector string
 
-	// DisableAvailabilityMetric drops the per-bucket bucketkeeper_bucket_available
-	// series, for installs with very many buckets.
+	// DisableAvailabilityMetric drops the per-bucket series
+	// (bucketkeeper_bucket_available, bucketkeeper_bucket_last_successful_probe_timestamp_seconds
+	// and bucketkeeper_bucket_probe_interval_seconds), for installs with very many buckets.
 	DisableAvailabilityMetric bool
 
 	// ReceiverBindAddress, when set, serves the authenticated probe-request webhook
