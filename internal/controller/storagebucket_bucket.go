@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -168,30 +167,4 @@ func endpointOf(store *bkv1.ObjectStore, region string) string {
 		return store.Spec.Endpoint
 	}
 	return fmt.Sprintf("https://s3.%s.amazonaws.com", region)
-}
-
-// syncDue says whether bucket and configuration must be checked against the store now:
-// on a new generation, a changed store, an earlier failure, or every SyncInterval.
-func (r *StorageBucketReconciler) syncDue(scope *bucketScope) bool {
-	sb := scope.sb
-	if !settled(sb) {
-		return true
-	}
-	return r.synced.due(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), r.Clock.Now(), r.SyncInterval)
-}
-
-// settled says whether the status shows a finished sync: the bucket is ours and the
-// configuration was applied (or what the store lacks was reported). The memo alone is
-// not enough: a reconcile may read an object from the cache before its last status write
-// arrived, and must then redo the work rather than summarise an empty status.
-func settled(sb *bkv1.StorageBucket) bool {
-	if sb.Status.BucketName == "" || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
-		return false
-	}
-	c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
-	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == bkv1.ReasonNotSupportedByStore)
-}
-
-func syncVersion(scope *bucketScope) string {
-	return fmt.Sprintf("%d/%s/%d", scope.sb.Generation, scope.store.UID, scope.store.Generation)
 }
