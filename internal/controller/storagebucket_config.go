@@ -85,7 +85,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 	}
 	msg := "versioning, tags, lifecycle, public access and policy match the spec"
 	if !managed.exclusive {
-		msg += "; on this adopted bucket, settings the spec does not name and the operator never set are left as they are"
+		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
 	}
 	if len(notes) > 0 {
 		msg += fmt.Sprintf(" (the store has no %s; its buckets are private unless a policy grants access)", strings.Join(notes, ", "))
