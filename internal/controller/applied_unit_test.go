@@ -391,6 +391,13 @@ func TestSyncDueAfterRestart(t *testing.T) {
 		undo()
 	}
 
+	// The store lacks a setting the spec asks for: a stable verdict, no reason to rush.
+	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
+	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
+	if r, _ := fresh(); r.syncDue(scope()) {
+		t.Error("a bucket whose store lacks a setting is due at once after a restart")
+	}
+
 	r, _ = fresh()
 	r.synced.expire(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	if !r.syncDue(scope()) {

@@ -62,12 +62,15 @@ func settled(sb *bkv1.StorageBucket) bool {
 
 // resumable says whether a settled bucket unknown to this process may wait for its slot:
 // Ready and configured for its current generation, with the configuration it wants now
-// recorded as applied. Anything less is checked at once.
+// recorded as applied. Anything less is checked at once. "Ready" includes the stable
+// verdict that the store lacks a setting the spec asks for (Versity and lifecycle):
+// reading again at once would only give the same answer.
 func resumable(sb *bkv1.StorageBucket, hash string) bool {
 	ready := findCondition(sb.Status.Conditions, bkv1.ConditionReady)
 	configured := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
 	return sb.Status.Applied != nil && sb.Status.Applied.Hash == hash &&
-		ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == sb.Generation &&
+		ready != nil && ready.ObservedGeneration == sb.Generation &&
+		(ready.Status == metav1.ConditionTrue || ready.Reason == bkv1.ReasonNotSupportedByStore) &&
 		configured != nil && configured.ObservedGeneration == sb.Generation
 }
 

@@ -41,6 +41,17 @@ func TestRestartDoesNotResyncAtOnce(t *testing.T) {
 	for _, sb := range all {
 		bucketOf[sb.Name] = before.reconcileUntilReady(f, sb).Status.BucketName
 	}
+	// The record of what was applied rides on the status write creation makes anyway:
+	// the intent to create, then the verdict; nothing more per bucket.
+	if _, writes := before.snapshot(); len(writes) != len(all) {
+		t.Errorf("status writes while creating: %v", writes)
+	} else {
+		for name, n := range writes {
+			if n != 2 {
+				t.Errorf("%s: %d status writes to create and configure, want 2 (intent, verdict)", name, n)
+			}
+		}
+	}
 	// While no operator runs, one spec changes.
 	f.updateSpec(changed, func(s *bkv1.StorageBucketSpec) { s.Tags = map[string]string{"team": "data", "env": "prod"} })
 
