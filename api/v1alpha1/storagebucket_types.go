@@ -342,7 +342,8 @@ type AppliedConfiguration struct {
 
 // AppliedNameMaxLength is the longest tag key or rule ID recorded as itself in
 // status.applied; a longer one is recorded as "#" and 16 hex digits of its SHA-256, which
-// bounds the record to a few KiB even with 47 tags and 100 rules of the longest names.
+// bounds the record to about 5 KiB even with 47 tags and 100 rules of the longest names.
+// "#" is outside S3's tag character set, so a digest never reads as a tag key.
 const AppliedNameMaxLength = 32
 
 // StorageBucket is a bucket on an S3-compatible store, claimed by an application.
