@@ -320,11 +320,15 @@ type AppliedConfiguration struct {
 	// TagKeys are the spec tag keys the operator set on an adopted bucket.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=47
+	// +kubebuilder:validation:items:MaxLength=32
 	TagKeys []string `json:"tagKeys,omitempty"`
 	// LifecycleRules are the IDs of the lifecycle rules the operator set on an
 	// adopted bucket.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=32
 	LifecycleRules []string `json:"lifecycleRules,omitempty"`
 	// Policy: the bucket policy is the operator's (set from the spec).
 	// +optional
@@ -337,6 +341,7 @@ type AppliedConfiguration struct {
 	// configuration still has this hash is not re-read at once but at its own moment
 	// within the sync interval, so a failover does not re-read every bucket at once.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Hash string `json:"hash,omitempty"`
 }
 
