@@ -299,6 +299,15 @@ func TestTagLimitIsAClearError(t *testing.T) {
 	if len(f.writes) != 0 {
 		t.Errorf("writes %v", f.writes)
 	}
+
+	// Adoption itself (tagging the bucket as this claim's) checks the same limit first.
+	err = r.tagOwner(t.Context(), scope, found)
+	if se := asStepError(err, ""); err == nil || se.Reason != bkv1.ReasonInvalidTags || !se.Terminal {
+		t.Fatalf("adoption over the tag limit: %v", err)
+	}
+	if len(f.writes) != 0 {
+		t.Errorf("writes %v", f.writes)
+	}
 }
 
 func TestSyncSlot(t *testing.T) {

@@ -140,6 +140,12 @@ func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketSco
 	tags := withoutSystemTags(existing)
 	maps.Copy(tags, scope.sb.Spec.Tags)
 	maps.Copy(tags, r.ownerOf(scope.sb).tags())
+	if len(tags) > bkv1.MaxBucketTags {
+		// Checked here, before anything is written: a pre-existing bucket's own tags
+		// are kept, and with the spec's and the ownership tags they may not fit.
+		return terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, the spec's and the ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+			scope.bucket, len(tags), bkv1.MaxBucketTags)
+	}
 	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
 		return asStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
 	}
