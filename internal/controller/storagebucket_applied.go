@@ -22,10 +22,11 @@ import (
 //
 // Crash windows: the record is written with the pass's status write, after the store
 // was changed. A crash in between loses at most the record of what this pass added;
-// when the spec still names it, the next pass records it again. Only a name added and
-// then dropped from the spec across such a crash is left on an adopted bucket (erring
-// towards leaving alone, never towards deleting what is not the operator's); a name
-// removed and then crashed on stays recorded and its removal is simply repeated.
+// when the spec still names it, the next pass records it again. Only a setting added and
+// then dropped from the spec across such a crash is left behind (a tag or rule on an
+// adopted bucket, versioning on any): erring towards leaving alone, never towards
+// deleting what is not the operator's. A removal crashed on stays recorded and is simply
+// repeated.
 type managedConfig struct {
 	exclusive bool
 	applied   bkv1.AppliedConfiguration
