@@ -23,6 +23,9 @@ const (
 	// MaxTagValueLength is S3's limit on a tag value; the claim tag is shortened
 	// (with a hash) to stay within it for any namespace and name.
 	MaxTagValueLength = 256
+	// MaxBucketTags is S3's limit on the tags of one bucket: the spec's, the ownership
+	// tags and, on an adopted bucket, the tags it already had, all together.
+	MaxBucketTags = 50
 	// SystemTagPrefix marks tags the store itself sets (aws:cloudformation:...). They
 	// cannot be written back, so they are kept on the bucket and never sent.
 	SystemTagPrefix = "aws:"

@@ -34,12 +34,17 @@ type StorageBucketSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9-]*$')",message="region may contain only lowercase letters, digits and '-'"
 	Region string `json:"region,omitempty"`
 
-	// Versioning of the bucket's objects. Unset leaves it as it is; S3 cannot turn
-	// versioning off once enabled, only suspend it.
+	// Versioning of the bucket's objects. Unset leaves the bucket's versioning as it
+	// is, unless the operator set it earlier: S3 cannot turn versioning off once it was
+	// enabled, only suspend it, so dropping versioning the operator enabled suspends it
+	// (the nearest state to "removed"; objects keep their existing versions). A bucket
+	// versioned before it was adopted keeps its versioning while the spec leaves it unset.
 	// +optional
 	Versioning VersioningState `json:"versioning,omitempty"`
 
 	// Tags set on the bucket, merged with the operator's ownership tags, which win.
+	// A tag the operator set and the spec then drops is removed; a tag found on an
+	// adopted bucket is kept unless the spec sets the same key.
 	// +optional
 	// S3 allows 50 tags per bucket and bucketkeeper sets 3 (claim, uid, cluster), which
 	// leaves 47. Keys and values must keep to S3's tag character set (letters, digits,
@@ -51,7 +56,9 @@ type StorageBucketSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('bucketkeeper.io/') && !k.startsWith('aws:'))",message="tag keys starting with 'bucketkeeper.io/' or 'aws:' are reserved"
 	Tags map[string]string `json:"tags,omitempty"`
 
-	// Lifecycle rules of the bucket. Removing them here removes them from the bucket.
+	// Lifecycle rules of the bucket, by rule ID. Removing a rule here removes it from
+	// the bucket; rules found on an adopted bucket stay unless a rule here has the same
+	// ID, which replaces it.
 	// +optional
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
 
@@ -66,6 +73,8 @@ type StorageBucketSpec struct {
 	// guardrails.allowPublicBuckets; both are checked when the bucket name is known.
 	// At most 20 KiB, S3's limit. Admission checks that it is an object; the rest is
 	// checked before anything is sent (the API server's CEL cannot see inside it).
+	// It replaces the bucket's policy as a whole. Removing it deletes a policy the
+	// operator set; a policy found on an adopted bucket stays while none is given here.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -281,6 +290,12 @@ type StorageBucketStatus struct {
 	// write, and names the object's UID, so it cannot be forged or inherited.
 	// +optional
 	CreateIntent *CreateIntent `json:"createIntent,omitempty"`
+	// Applied records which configuration the operator itself has set on the bucket,
+	// so that what the spec later drops is removed and what the operator never set
+	// (found on an adopted bucket) is left alone. It lives in status, which tenants
+	// cannot write, and so survives restarts and leader changes.
+	// +optional
+	Applied *AppliedConfiguration `json:"applied,omitempty"`
 	// LastHandledProbeRequest is the last value of the
 	// bucketkeeper.io/probe-requested-at annotation that was acted on.
 	// +optional
@@ -294,6 +309,48 @@ type CreateIntent struct {
 	// UID is the StorageBucket's UID when the intent was recorded.
 	UID types.UID `json:"uid"`
 }
+
+// AppliedConfiguration is the operator's record of what it set on a bucket, kept compact
+// because every bucket's copy is held in memory: names, not values (the values are the
+// spec's), and names longer than AppliedNameMaxLength as a short digest.
+//
+// A bucket this StorageBucket created itself (status.createIntent names it) holds
+// nothing foreign: everything on it is the operator's to keep in line with the spec, so
+// its tag keys and rule IDs are not listed. Only an adopted or re-bound bucket lists them.
+type AppliedConfiguration struct {
+	// TagKeys are the spec tag keys the operator set on an adopted bucket.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=47
+	// +kubebuilder:validation:items:MaxLength=32
+	TagKeys []string `json:"tagKeys,omitempty"`
+	// LifecycleRules are the IDs of the lifecycle rules the operator set on an
+	// adopted bucket.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=32
+	LifecycleRules []string `json:"lifecycleRules,omitempty"`
+	// Policy: the bucket policy is the operator's (set from the spec).
+	// +optional
+	Policy bool `json:"policy,omitempty"`
+	// Versioning: the operator set the bucket's versioning.
+	// +optional
+	Versioning bool `json:"versioning,omitempty"`
+	// Hash digests the configuration last brought in line in full (settings, ownership
+	// tags, bucket name, region and endpoint). After a restart, a bucket whose desired
+	// configuration still has this hash is not re-read at once but at its own moment
+	// within the sync interval, so a failover does not re-read every bucket at once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Hash string `json:"hash,omitempty"`
+}
+
+// AppliedNameMaxLength is the longest tag key or rule ID recorded as itself in
+// status.applied; a longer one is recorded as "#" and 16 hex digits of its SHA-256, which
+// bounds the record to about 5 KiB even with 47 tags and 100 rules of the longest names.
+// "#" is outside S3's tag character set, so a digest never reads as a tag key.
+const AppliedNameMaxLength = 32
 
 // StorageBucket is a bucket on an S3-compatible store, claimed by an application.
 //

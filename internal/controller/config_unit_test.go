@@ -106,21 +106,21 @@ func TestSettingTags(t *testing.T) {
 	getNI := notImplemented("GetBucketTagging")
 	runSettingCases(t, []settingCase{
 		{name: "equal", fake: &fakeS3{tags: with(map[string]string{"team": "a"})},
-			apply: tagsSetting(with(map[string]string{"team": "a"})), check: wantTags(with(map[string]string{"team": "a"}))},
+			apply: exclusiveTags(with(map[string]string{"team": "a"})), check: wantTags(with(map[string]string{"team": "a"}))},
 		{name: "no tags yet", fake: &fakeS3{},
-			apply: tagsSetting(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
+			apply: exclusiveTags(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
 		{name: "value differs", fake: &fakeS3{tags: with(map[string]string{"team": "b"})},
-			apply: tagsSetting(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
+			apply: exclusiveTags(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
 		{name: "tag removed from spec is removed from bucket", fake: &fakeS3{tags: with(map[string]string{"team": "a", "old": "x"})},
-			apply: tagsSetting(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
+			apply: exclusiveTags(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
 		{name: "ownership tag lost out of band", fake: &fakeS3{tags: map[string]string{bkv1.TagClaim: "ns/sb", "team": "a"}},
-			apply: tagsSetting(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
+			apply: exclusiveTags(with(map[string]string{"team": "a"})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"team": "a"}))},
 		{name: "empty value differs from absent", fake: &fakeS3{tags: owner},
-			apply: tagsSetting(with(map[string]string{"flag": ""})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"flag": ""}))},
+			apply: exclusiveTags(with(map[string]string{"flag": ""})), wantWrote: true, wantWrites: []string{"PutBucketTagging"}, check: wantTags(with(map[string]string{"flag": ""}))},
 		{name: "read refused", fake: &fakeS3{errs: map[string]error{"GetBucketTagging": getDenied}},
-			apply: tagsSetting(owner), wantErr: getDenied},
+			apply: exclusiveTags(owner), wantErr: getDenied},
 		{name: "store without tagging", fake: &fakeS3{errs: map[string]error{"GetBucketTagging": getNI}},
-			apply: tagsSetting(owner), wantErr: getNI},
+			apply: exclusiveTags(owner), wantErr: getNI},
 	})
 }
 
@@ -153,43 +153,43 @@ func TestSettingLifecycle(t *testing.T) {
 	deleteNI := notImplemented("DeleteBucketLifecycle")
 	runSettingCases(t, []settingCase{
 		{name: "none wanted, none there", fake: &fakeS3{},
-			apply: lifecycleSetting(nil), check: wantRules()},
+			apply: exclusiveLifecycle(nil), check: wantRules()},
 		{name: "none wanted (empty slice), none there", fake: &fakeS3{},
-			apply: lifecycleSetting([]s3.LifecycleRule{}), check: wantRules()},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{}), check: wantRules()},
 		{name: "equal", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA, ruleB}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA, ruleB}), check: wantRules(ruleA, ruleB)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA, ruleB}), check: wantRules(ruleA, ruleB)},
 		{name: "equal, store returns another order", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleC, ruleA, ruleB}},
-			apply: lifecycleSetting(lifecycleRules(&bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{
+			apply: exclusiveLifecycle(lifecycleRules(&bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{
 				{ID: "b", AbortIncompleteMultipartUploadDays: ptr.To[int32](7)},
 				{ID: "c", Prefix: "tmp/", NoncurrentVersionExpirationDays: ptr.To[int32](3)},
 				{ID: "a", Prefix: "logs/", ExpirationDays: ptr.To[int32](30)},
 			}})), check: wantRules(ruleC, ruleA, ruleB)},
 		{name: "equal, day counts in distinct pointers", fake: &fakeS3{lifecycle: []s3.LifecycleRule{{ID: "a", Prefix: "logs/", ExpirationDays: ptr.To[int32](30)}}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA}), check: wantRules(ruleA)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA}), check: wantRules(ruleA)},
 		{name: "none there, rules wanted", fake: &fakeS3{},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA, ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleA, ruleB)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA, ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleA, ruleB)},
 		{name: "days differ", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleALonger}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleALonger)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleALonger}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleALonger)},
 		{name: "prefix differs", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleAOtherPrefix}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleAOtherPrefix)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleAOtherPrefix}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleAOtherPrefix)},
 		{name: "rule added", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA, ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleA, ruleB)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA, ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleA, ruleB)},
 		{name: "one rule removed", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA, ruleB}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleB)},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleB}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, check: wantRules(ruleB)},
 		{name: "spec removes lifecycle: deleted", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA, ruleB}},
-			apply: lifecycleSetting(nil), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, check: wantRules()},
+			apply: exclusiveLifecycle(nil), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, check: wantRules()},
 		{name: "spec has empty rule list: deleted", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA}},
-			apply: lifecycleSetting(lifecycleRules(&bkv1.Lifecycle{})), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, check: wantRules()},
+			apply: exclusiveLifecycle(lifecycleRules(&bkv1.Lifecycle{})), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, check: wantRules()},
 		{name: "store without lifecycle, rules wanted: error surfaces", fake: &fakeS3{errs: map[string]error{"GetBucketLifecycle": getNI}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA}), wantErr: getNI},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA}), wantErr: getNI},
 		{name: "store without lifecycle, nothing wanted: fine", fake: &fakeS3{errs: map[string]error{"GetBucketLifecycle": getNI}},
-			apply: lifecycleSetting(nil)},
+			apply: exclusiveLifecycle(nil)},
 		{name: "read refused, nothing wanted: error surfaces", fake: &fakeS3{errs: map[string]error{"GetBucketLifecycle": getDenied}},
-			apply: lifecycleSetting(nil), wantErr: getDenied},
+			apply: exclusiveLifecycle(nil), wantErr: getDenied},
 		{name: "write refused", fake: &fakeS3{errs: map[string]error{"PutBucketLifecycle": putInvalid}},
-			apply: lifecycleSetting([]s3.LifecycleRule{ruleA}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, wantErr: putInvalid, check: wantRules()},
+			apply: exclusiveLifecycle([]s3.LifecycleRule{ruleA}), wantWrote: true, wantWrites: []string{"PutBucketLifecycle"}, wantErr: putInvalid, check: wantRules()},
 		{name: "delete not implemented", fake: &fakeS3{lifecycle: []s3.LifecycleRule{ruleA}, errs: map[string]error{"DeleteBucketLifecycle": deleteNI}},
-			apply: lifecycleSetting(nil), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, wantErr: deleteNI, check: wantRules(ruleA)},
+			apply: exclusiveLifecycle(nil), wantWrote: true, wantWrites: []string{"DeleteBucketLifecycle"}, wantErr: deleteNI, check: wantRules(ruleA)},
 	})
 }
 
@@ -329,6 +329,8 @@ func settingNames(settings []setting) []string {
 	return out
 }
 
+// newSpecBucket is a StorageBucket that created its bucket "b" itself: everything on
+// that bucket is the operator's (see managedConfig).
 func newSpecBucket() *bkv1.StorageBucket {
 	return &bkv1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111-aaaa", Generation: 1},
@@ -336,14 +338,23 @@ func newSpecBucket() *bkv1.StorageBucket {
 			ObjectStoreRef: bkv1.ObjectStoreReference{Name: "store"},
 			PublicAccess:   bkv1.PublicAccessBlocked,
 		},
+		Status: bkv1.StorageBucketStatus{CreateIntent: &bkv1.CreateIntent{BucketName: "b", UID: "1111-aaaa"}},
 	}
 }
+
+func allMine(string) bool { return true }
+
+// exclusiveTags is the tags setting of a bucket the operator created: want is the whole set.
+func exclusiveTags(want map[string]string) applyFunc { return tagsSetting(nil, want, allMine) }
+
+// exclusiveLifecycle is the lifecycle setting of a bucket the operator created.
+func exclusiveLifecycle(want []s3.LifecycleRule) applyFunc { return lifecycleSetting(want, allMine) }
 
 // applyAll runs every desired setting once, as reconcileConfiguration does.
 func applyAll(t *testing.T, sb *bkv1.StorageBucket, f *fakeS3) []string {
 	t.Helper()
 	var changed []string
-	for _, s := range desiredSettings(sb, testOwner(sb)) {
+	for _, s := range desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b")) {
 		wrote, err := s.apply(context.Background(), f, "b")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)

@@ -8,7 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,13 +79,18 @@ func TestEquivalentPolicyIsNotRewritten(t *testing.T) {
 				t.Errorf("resyncs of an equivalent policy wrote to the store: %v", ops)
 			}
 
-			// A fresh reconciler: nothing remembered, every setting compared.
+			// A fresh reconciler: nothing remembered. It leaves the converged bucket
+			// until its slot within the sync interval, then compares every setting.
 			var ops []string
 			stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: s3.New,
 				Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 			recorder := events.NewFakeRecorder(10)
+			clk := clocktesting.NewFakeClock(time.Now())
 			r := &controller.StorageBucketReconciler{Client: k8s, Recorder: recorder, Stores: stores,
-				Clock: clock.RealClock{}, SyncInterval: time.Hour, ClusterID: clusterID}
+				Clock: clk, SyncInterval: time.Hour, ClusterID: clusterID}
+			_, err = r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
+			must(t, err)
+			clk.Step(time.Hour)
 			_, err = r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
 			must(t, err)
 			read := false

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -141,6 +140,12 @@ func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketSco
 	tags := withoutSystemTags(existing)
 	maps.Copy(tags, scope.sb.Spec.Tags)
 	maps.Copy(tags, r.ownerOf(scope.sb).tags())
+	if len(tags) > bkv1.MaxBucketTags {
+		// Checked here, before anything is written: a pre-existing bucket's own tags
+		// are kept, and with the spec's and the ownership tags they may not fit.
+		return terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, the spec's and the ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+			scope.bucket, len(tags), bkv1.MaxBucketTags)
+	}
 	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
 		return asStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
 	}
@@ -168,30 +173,4 @@ func endpointOf(store *bkv1.ObjectStore, region string) string {
 		return store.Spec.Endpoint
 	}
 	return fmt.Sprintf("https://s3.%s.amazonaws.com", region)
-}
-
-// syncDue says whether bucket and configuration must be checked against the store now:
-// on a new generation, a changed store, an earlier failure, or every SyncInterval.
-func (r *StorageBucketReconciler) syncDue(scope *bucketScope) bool {
-	sb := scope.sb
-	if !settled(sb) {
-		return true
-	}
-	return r.synced.due(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), r.Clock.Now(), r.SyncInterval)
-}
-
-// settled says whether the status shows a finished sync: the bucket is ours and the
-// configuration was applied (or what the store lacks was reported). The memo alone is
-// not enough: a reconcile may read an object from the cache before its last status write
-// arrived, and must then redo the work rather than summarise an empty status.
-func settled(sb *bkv1.StorageBucket) bool {
-	if sb.Status.BucketName == "" || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
-		return false
-	}
-	c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
-	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == bkv1.ReasonNotSupportedByStore)
-}
-
-func syncVersion(scope *bucketScope) string {
-	return fmt.Sprintf("%d/%s/%d", scope.sb.Generation, scope.store.UID, scope.store.Generation)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -29,11 +28,20 @@ type setting struct {
 	// optionalOnStore: the store may lack the feature and the spec's intent still
 	// holds (no public-access block on a store that has no public access at all).
 	optionalOnStore bool
+	// record notes in the applied record what the operator now manages of this
+	// setting; it runs once apply succeeded, so a failed or unsupported setting keeps
+	// its earlier record.
+	record func(*bkv1.AppliedConfiguration)
 }
 
 // reconcileConfiguration brings versioning, tags, lifecycle, public access and policy in
 // line with the spec. It runs on a spec change and every SyncInterval, not on every
 // reconcile, so out-of-band drift is corrected without a read storm.
+//
+// One rule covers every setting the spec leaves out: what the operator applied and the
+// spec then drops is removed; what it never applied (found on an adopted bucket) is left
+// alone unless the spec names it. What was applied is recorded in status.applied, in the
+// status write the pass makes anyway, so the rule holds across restarts.
 func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
 	if !scope.syncing {
@@ -43,8 +51,10 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 		}
 		return nil
 	}
+	managed := managedConfigOf(sb, scope.bucket)
+	applied := managed.applied
 	var changed, unsupported, notes []string
-	for _, s := range desiredSettings(sb, r.ownerOf(sb)) {
+	for _, s := range desiredSettings(sb, r.ownerOf(sb), managed) {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
@@ -52,46 +62,73 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 		case s3.KindOf(err) == s3.KindNotImplemented:
 			unsupported = append(unsupported, s.name)
 		case err != nil:
+			// What the settings before this one applied is on the bucket: recorded.
+			setApplied(sb, applied)
 			return asStepError(err, fmt.Sprintf("applying %s to bucket %q", s.name, scope.bucket))
 		case wrote:
 			changed = append(changed, s.name)
 		}
+		if err == nil && s.record != nil {
+			s.record(&applied)
+		}
 	}
+	applied.Hash = desiredHash(scope, r.ownerOf(sb))
+	setApplied(sb, applied)
 	if len(changed) > 0 && !scope.created {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonConfigApplied, "Configure", "applied %s to bucket %s", strings.Join(changed, ", "), scope.bucket)
 	}
+	now := r.Clock.Now()
 	if len(unsupported) > 0 {
-		r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), r.Clock.Now())
+		r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), now)
 		return terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q does not support %s for bucket %q; the other settings are applied",
 			scope.store.Name, strings.Join(unsupported, ", "), scope.bucket)
 	}
 	msg := "versioning, tags, lifecycle, public access and policy match the spec"
+	if !managed.exclusive {
+		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
+	}
 	if len(notes) > 0 {
 		msg += fmt.Sprintf(" (the store has no %s; its buckets are private unless a policy grants access)", strings.Join(notes, ", "))
 	}
 	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied, msg)
-	r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), r.Clock.Now())
+	r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), now)
 	return nil
 }
 
-// desiredSettings lists the settings of a spec. Versioning unset means unmanaged: S3
-// cannot turn versioning off, only suspend it, so the operator leaves it alone.
-func desiredSettings(sb *bkv1.StorageBucket, me owner) []setting {
+// desiredSettings lists the settings of a spec, given what the operator manages on the
+// bucket. A setting the spec leaves out and the operator never applied is not even read:
+// it is not the operator's.
+func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig) []setting {
 	var out []setting
-	if sb.Spec.Versioning != "" {
-		out = append(out, setting{name: "versioning", apply: versioningSetting(s3.VersioningStatus(sb.Spec.Versioning))})
+	switch {
+	case sb.Spec.Versioning != "":
+		out = append(out, setting{name: "versioning", apply: versioningSetting(s3.VersioningStatus(sb.Spec.Versioning)),
+			record: func(a *bkv1.AppliedConfiguration) { a.Versioning = true }})
+	case managed.applied.Versioning:
+		out = append(out, setting{name: "versioning", apply: suspendVersioningSetting(),
+			record: func(a *bkv1.AppliedConfiguration) { a.Versioning = false }})
 	}
-	tags := maps.Clone(sb.Spec.Tags)
-	if tags == nil {
-		tags = map[string]string{}
+
+	out = append(out, setting{name: "tags", apply: tagsSetting(sb.Spec.Tags, me.tags(), managed.tagIsMine),
+		record: func(a *bkv1.AppliedConfiguration) { a.TagKeys = managed.names(slices.Collect(maps.Keys(sb.Spec.Tags))) }})
+
+	rules := lifecycleRules(sb.Spec.Lifecycle)
+	if len(rules) > 0 || managed.exclusive || len(managed.applied.LifecycleRules) > 0 {
+		ids := make([]string, 0, len(rules))
+		for _, rule := range rules {
+			ids = append(ids, rule.ID)
+		}
+		out = append(out, setting{name: "lifecycle", apply: lifecycleSetting(rules, managed.ruleIsMine),
+			record: func(a *bkv1.AppliedConfiguration) { a.LifecycleRules = managed.names(ids) }})
 	}
-	maps.Copy(tags, me.tags())
-	out = append(out,
-		setting{name: "tags", apply: tagsSetting(tags)},
-		setting{name: "lifecycle", apply: lifecycleSetting(lifecycleRules(sb.Spec.Lifecycle))},
-		setting{name: "public access block", apply: publicAccessSetting(sb.Spec.PublicAccess != bkv1.PublicAccessAllowed), optionalOnStore: true},
-		setting{name: "policy", apply: policySetting(sb.Spec.Policy)},
-	)
+
+	out = append(out, setting{name: "public access block", apply: publicAccessSetting(sb.Spec.PublicAccess != bkv1.PublicAccessAllowed), optionalOnStore: true})
+
+	policy := policyDocument(sb.Spec.Policy)
+	if policy != "" || managed.exclusive || managed.applied.Policy {
+		out = append(out, setting{name: "policy", apply: policySetting(sb.Spec.Policy),
+			record: func(a *bkv1.AppliedConfiguration) { a.Policy = policy != "" && !managed.exclusive }})
+	}
 	return out
 }
 
@@ -105,13 +142,35 @@ func versioningSetting(want s3.VersioningStatus) func(context.Context, s3.Client
 	}
 }
 
-// tagsSetting leaves the store's own tags (aws:...) out of both the comparison and the
-// write: they cannot be sent back, and the store keeps them.
-func tagsSetting(want map[string]string) func(context.Context, s3.Client, string) (bool, error) {
+// suspendVersioningSetting undoes versioning the operator enabled and the spec dropped:
+// S3 cannot turn versioning off, so Suspended is the nearest to "removed" (no new
+// versions; existing ones stay). A bucket already suspended or never versioned is left.
+func suspendVersioningSetting() func(context.Context, s3.Client, string) (bool, error) {
+	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
+		have, err := c.GetBucketVersioning(ctx, bucket)
+		if err != nil || have != s3.VersioningEnabled {
+			return false, err
+		}
+		return true, c.PutBucketVersioning(ctx, bucket, s3.VersioningSuspended)
+	}
+}
+
+// tagsSetting merges the spec's tags into the bucket's (see mergeTags). It leaves the
+// store's own tags (aws:...) out of both the comparison and the write: they cannot be
+// sent back, and the store keeps them.
+func tagsSetting(spec, own map[string]string, mine func(string) bool) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
 		have, err := c.GetBucketTagging(ctx, bucket)
-		if err != nil || maps.Equal(withoutSystemTags(have), want) {
+		if err != nil {
 			return false, err
+		}
+		want := mergeTags(have, spec, own, mine)
+		if maps.Equal(withoutSystemTags(have), want) {
+			return false, nil
+		}
+		if len(want) > bkv1.MaxBucketTags {
+			return false, terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, which the operator keeps, the spec's and %d ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+				bucket, len(want), len(own), bkv1.MaxBucketTags)
 		}
 		return true, c.PutBucketTagging(ctx, bucket, want)
 	}
@@ -138,9 +197,10 @@ func sortedRules(rules []s3.LifecycleRule) []s3.LifecycleRule {
 	return slices.SortedFunc(slices.Values(rules), func(a, b s3.LifecycleRule) int { return strings.Compare(a.ID, b.ID) })
 }
 
-// lifecycleSetting writes the rules, or deletes the configuration when the spec has
-// none: removing rules from the spec removes them from the bucket.
-func lifecycleSetting(want []s3.LifecycleRule) func(context.Context, s3.Client, string) (bool, error) {
+// lifecycleSetting merges the spec's rules into the bucket's configuration (see
+// mergeLifecycle) and writes the whole of it, as S3 replaces a lifecycle configuration
+// whole; none left deletes it.
+func lifecycleSetting(want []s3.LifecycleRule, mine func(string) bool) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
 		have, err := c.GetBucketLifecycle(ctx, bucket)
 		if err != nil {
@@ -149,13 +209,14 @@ func lifecycleSetting(want []s3.LifecycleRule) func(context.Context, s3.Client, 
 			}
 			return false, err
 		}
-		if len(have) == 0 && len(want) == 0 || reflect.DeepEqual(sortedRules(have), want) {
+		merged, same := mergeLifecycle(have, want, mine)
+		if same {
 			return false, nil
 		}
-		if len(want) == 0 {
+		if len(merged) == 0 {
 			return true, c.DeleteBucketLifecycle(ctx, bucket)
 		}
-		return true, c.PutBucketLifecycle(ctx, bucket, want)
+		return true, c.PutBucketLifecycle(ctx, bucket, merged)
 	}
 }
 
@@ -183,7 +244,9 @@ func publicAccessSetting(blocked bool) func(context.Context, s3.Client, string) 
 }
 
 // policySetting compares policies as documents, not text: stores reformat them (key
-// order, whitespace, one-element arrays).
+// order, whitespace, one-element arrays). The spec's policy replaces the bucket's whole;
+// none deletes it, and desiredSettings asks for that only of a policy that is the
+// operator's.
 func policySetting(spec *apiextensionsv1.JSON) func(context.Context, s3.Client, string) (bool, error) {
 	want := policyDocument(spec)
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,6 +142,9 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 	if probeRequeue > 0 && (result.RequeueAfter == 0 || probeRequeue < result.RequeueAfter) {
 		result.RequeueAfter = probeRequeue
 	}
+	if next := r.syncRequeue(sb); next > 0 && next < result.RequeueAfter {
+		result.RequeueAfter = next // a sync put at its slot after a restart (syncDue)
+	}
 	return result, err
 }
 
@@ -204,41 +206,4 @@ func lastVerified(sb *bkv1.StorageBucket) bool {
 	return conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
 		sb.Status.ObservedGeneration == sb.Generation &&
 		ready != nil && ready.ObservedGeneration == sb.Generation
-}
-
-// syncMemo remembers when each StorageBucket's bucket and configuration were last
-// checked against the store, so reconciles woken for other reasons (a Secret, the
-// store's health) do not re-read five settings per bucket. It lives in memory: after a
-// restart every bucket is checked once, which is what a restart should do.
-type syncMemo struct {
-	mu      sync.Mutex
-	records map[types.NamespacedName]syncRecord
-}
-
-type syncRecord struct {
-	uid     types.UID
-	version string
-	at      time.Time
-}
-
-func (m *syncMemo) due(key types.NamespacedName, uid types.UID, version string, now time.Time, interval time.Duration) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
-	return !ok || rec.uid != uid || rec.version != version || now.Sub(rec.at) >= interval
-}
-
-func (m *syncMemo) done(key types.NamespacedName, uid types.UID, version string, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]syncRecord{}
-	}
-	m.records[key] = syncRecord{uid: uid, version: version, at: now}
-}
-
-func (m *syncMemo) forget(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, key)
 }

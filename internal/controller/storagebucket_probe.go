@@ -221,7 +221,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
 			// The provisioning path recreates it (with its event) on the next pass.
-			r.synced.forget(key)
+			r.synced.expire(key)
 			requeue = time.Second
 		case bkv1.ReasonStoreUnreachable:
 			r.Stores.RequestCheck(scope.store.Name)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/time/rate"
 )
 
@@ -49,8 +50,8 @@ type Client interface {
 	// versioning off once enabled; VersioningOff is KindInvalid).
 	PutBucketVersioning(ctx context.Context, bucket string, status VersioningStatus) error
 
-	// GetBucketLifecycle returns the enabled rules sorted by ID, nil when
-	// the bucket has no lifecycle configuration. See LifecycleRule.
+	// GetBucketLifecycle returns the rules sorted by ID, nil when the bucket
+	// has no lifecycle configuration. See LifecycleRule.
 	GetBucketLifecycle(ctx context.Context, bucket string) ([]LifecycleRule, error)
 	// PutBucketLifecycle replaces the configuration; no rules deletes it.
 	PutBucketLifecycle(ctx context.Context, bucket string, rules []LifecycleRule) error
@@ -111,13 +112,32 @@ const (
 // rule is written Enabled with a prefix Filter; nil day counts are absent
 // actions. ID should be set: a store invents one otherwise, and the rule
 // would never compare equal on the next read.
+//
+// A rule read from a bucket may use more of S3 lifecycle than these fields
+// say (transitions, tag or size filters, dates): such a rule carries the
+// store's own form too, and PutBucketLifecycle sends that form back
+// unchanged. S3 replaces a lifecycle configuration as a whole, so this is what
+// lets the operator write its own rules next to someone else's without
+// altering theirs. Such a rule never compares equal to one built from fields.
 type LifecycleRule struct {
 	ID                                 string
 	Prefix                             string
 	ExpirationDays                     *int32
 	NoncurrentVersionExpirationDays    *int32
 	AbortIncompleteMultipartUploadDays *int32
+	// Disabled: the store keeps the rule but does not run it. The operator
+	// writes enabled rules only; disabled ones are read so that writing the
+	// configuration back keeps them.
+	Disabled bool
+
+	// verbatim is the rule as the store returned it, when the fields above do
+	// not describe it completely; nil otherwise.
+	verbatim *types.LifecycleRule
 }
+
+// Verbatim says whether the rule uses parts of S3 lifecycle the fields do not
+// model, so it is carried (and written back) in the store's own form.
+func (r LifecycleRule) Verbatim() bool { return r.verbatim != nil }
 
 // PublicAccessBlock mirrors S3's PublicAccessBlockConfiguration.
 type PublicAccessBlock struct {

@@ -113,10 +113,78 @@ func TestLifecycleNormalisation(t *testing.T) {
 	want := []LifecycleRule{
 		{ID: "a-filter", AbortIncompleteMultipartUploadDays: i32(2)},
 		{ID: "m-and", Prefix: "tmp/", NoncurrentVersionExpirationDays: i32(3)},
+		{ID: "off", Disabled: true, ExpirationDays: i32(1)},
 		{ID: "z-legacy", Prefix: "logs/", ExpirationDays: i32(7)},
+	}
+	// The tag filter of m-and is not modelled: that rule keeps its store form.
+	for i := range got {
+		if got[i].Verbatim() != (got[i].ID == "m-and") {
+			t.Errorf("rule %s: Verbatim() = %v", got[i].ID, got[i].Verbatim())
+		}
+		got[i].verbatim = nil
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %s\nwant %s", fmtRules(got), fmtRules(want))
+	}
+}
+
+// TestLifecycleKeepsUnmodelledRules: a rule read with parts the fields do not
+// model (a transition, a tag filter) is written back exactly as read, next to
+// a rule built from fields, and a disabled rule stays disabled.
+func TestLifecycleKeepsUnmodelledRules(t *testing.T) {
+	const stored = `<LifecycleConfiguration>
+<Rule><ID>archive</ID><Filter><Tag><Key>class</Key><Value>cold</Value></Tag></Filter><Status>Enabled</Status>
+  <Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>
+<Rule><ID>paused</ID><Filter><Prefix>old/</Prefix></Filter><Status>Disabled</Status><Expiration><Days>9</Days></Expiration></Rule>
+</LifecycleConfiguration>`
+	var put []byte
+	c, _ := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			put, _ = io.ReadAll(r.Body)
+			return
+		}
+		writeXML(w, stored)
+	})
+	ctx := testCtx(t)
+	rules, err := c.GetBucketLifecycle(ctx, "b")
+	if err != nil || len(rules) != 2 {
+		t.Fatalf("GetBucketLifecycle = %s, %v", fmtRules(rules), err)
+	}
+	rules = append(rules, LifecycleRule{ID: "mine", Prefix: "tmp/", ExpirationDays: i32(1)})
+	if err := c.PutBucketLifecycle(ctx, "b", rules); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Rules []struct {
+			ID     string
+			Status string
+			Filter struct {
+				Prefix *string
+				Tag    *struct{ Key, Value string }
+			}
+			Transition *struct {
+				Days         int
+				StorageClass string
+			}
+			Expiration *struct{ Days int }
+		} `xml:"Rule"`
+	}
+	if err := xml.Unmarshal(put, &sent); err != nil {
+		t.Fatalf("body %q: %v", put, err)
+	}
+	if len(sent.Rules) != 3 {
+		t.Fatalf("sent %d rules: %s", len(sent.Rules), put)
+	}
+	archive, paused, mine := sent.Rules[0], sent.Rules[1], sent.Rules[2]
+	if archive.ID != "archive" || archive.Status != "Enabled" || archive.Filter.Tag == nil || archive.Filter.Tag.Value != "cold" ||
+		archive.Transition == nil || archive.Transition.Days != 30 || archive.Transition.StorageClass != "GLACIER" {
+		t.Errorf("the unmodelled rule was altered: %s", put)
+	}
+	if paused.ID != "paused" || paused.Status != "Disabled" || paused.Expiration == nil || paused.Expiration.Days != 9 {
+		t.Errorf("the disabled rule was altered: %s", put)
+	}
+	if mine.ID != "mine" || mine.Status != "Enabled" || mine.Filter.Prefix == nil || *mine.Filter.Prefix != "tmp/" {
+		t.Errorf("the rule built from fields: %s", put)
 	}
 }
 

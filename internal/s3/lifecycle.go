@@ -47,15 +47,23 @@ func (c *client) DeleteBucketLifecycle(ctx context.Context, bucket string) error
 	})
 }
 
-// toSDKRules writes every rule Enabled with the modern Filter form, which
-// all our stores accept; the legacy top-level Prefix is rejected by AWS
-// alongside a Filter.
+// toSDKRules writes every rule Enabled (or Disabled) with the modern Filter
+// form, which all our stores accept; the legacy top-level Prefix is rejected
+// by AWS alongside a Filter. A rule read in a form the fields do not model
+// is sent back as it was read.
 func toSDKRules(rules []LifecycleRule) []types.LifecycleRule {
 	out := make([]types.LifecycleRule, 0, len(rules))
 	for _, r := range rules {
+		if r.verbatim != nil {
+			out = append(out, *r.verbatim)
+			continue
+		}
 		sr := types.LifecycleRule{
 			Status: types.ExpirationStatusEnabled,
 			Filter: &types.LifecycleRuleFilter{Prefix: aws.String(r.Prefix)},
+		}
+		if r.Disabled {
+			sr.Status = types.ExpirationStatusDisabled
 		}
 		if r.ID != "" {
 			sr.ID = aws.String(r.ID)
@@ -84,18 +92,17 @@ func toSDKRules(rules []LifecycleRule) []types.LifecycleRule {
 //     top-level Prefix (older stores echo it there);
 //   - a zero or missing day count is "no such action" (nil), since some
 //     stores serialise absent actions as <Days>0</Days>;
-//   - disabled rules are dropped (the operator writes only enabled ones and
-//     replaces the whole configuration anyway);
+//   - disabled rules are marked Disabled (the operator writes enabled ones
+//     only, but must keep someone else's disabled rule when it writes);
+//   - a rule using what the fields do not model keeps its store form (see
+//     LifecycleRule);
 //   - rules are sorted by ID, as stores do not all keep the order.
 //
-// Nil is returned for no (enabled) rules.
+// Nil is returned for no rules.
 func fromSDKRules(in []types.LifecycleRule) []LifecycleRule {
 	var out []LifecycleRule
 	for _, r := range in {
-		if r.Status != types.ExpirationStatusEnabled {
-			continue
-		}
-		lr := LifecycleRule{ID: aws.ToString(r.ID), Prefix: rulePrefix(r)}
+		lr := LifecycleRule{ID: aws.ToString(r.ID), Prefix: rulePrefix(r), Disabled: r.Status != types.ExpirationStatusEnabled}
 		if r.Expiration != nil {
 			lr.ExpirationDays = positive(r.Expiration.Days)
 		}
@@ -105,10 +112,37 @@ func fromSDKRules(in []types.LifecycleRule) []LifecycleRule {
 		if r.AbortIncompleteMultipartUpload != nil {
 			lr.AbortIncompleteMultipartUploadDays = positive(r.AbortIncompleteMultipartUpload.DaysAfterInitiation)
 		}
+		if !modelled(r) {
+			rule := r
+			lr.verbatim = &rule
+		}
 		out = append(out, lr)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// modelled says whether LifecycleRule's fields describe r completely, so that
+// writing the fields back gives the same rule.
+func modelled(r types.LifecycleRule) bool {
+	if len(r.Transitions) > 0 || len(r.NoncurrentVersionTransitions) > 0 {
+		return false
+	}
+	if e := r.Expiration; e != nil && (e.Date != nil || aws.ToBool(e.ExpiredObjectDeleteMarker)) {
+		return false
+	}
+	if n := r.NoncurrentVersionExpiration; n != nil && n.NewerNoncurrentVersions != nil {
+		return false
+	}
+	if f := r.Filter; f != nil {
+		if f.Tag != nil || f.ObjectSizeGreaterThan != nil || f.ObjectSizeLessThan != nil {
+			return false
+		}
+		if a := f.And; a != nil && (len(a.Tags) > 0 || a.ObjectSizeGreaterThan != nil || a.ObjectSizeLessThan != nil) {
+			return false
+		}
+	}
+	return true
 }
 
 func rulePrefix(r types.LifecycleRule) string {
