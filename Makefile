@@ -63,21 +63,33 @@ build: ## Build the manager binary into bin/.
 peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity) if missing.
 	hack/peers/build.sh
 
+# Each suite's output goes to its own log here; the logs are printed as suites finish.
+TEST_LOGS ?= bin/test-logs
+
 .PHONY: test
 test: verify ## Run every test against the real peers (built on first use).
 	@bin=$$(hack/peers/build.sh | tail -n1); export BUCKETKEEPER_PEERS_BIN=$$bin; \
 	echo ">> peers in $$bin"; \
-	$(GO) test $(TEST_FLAGS) -race -v $(RACE_PKGS); \
-	$(GO) test $(TEST_FLAGS) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/); \
-	(cd test/manifests && $(GO) test $(TEST_FLAGS) -v ./...); \
-	(cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) -v ./...)
-	$(MAKE) --no-print-directory fuzz
+	hack/run-suites.sh $(TEST_LOGS) \
+	  race '$(GO) test $(TEST_FLAGS) -race -v $(RACE_PKGS)' \
+	  rest '$(GO) test $(TEST_FLAGS) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
+	  nested-and-fuzz 'rc=0; \
+	    (cd test/manifests && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
+	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
+	    ($(call fuzz_cmds,-parallel=1)) || rc=1; \
+	    exit $$rc'
+
+# fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs
+# them with one worker beside the other suites. Every run happens; any failure fails.
+fuzz_cmds = rc=0; \
+	$(GO) test $(1) -run "^$$" -fuzz FuzzBucketName -fuzztime 15s ./internal/naming/ || rc=1; \
+	$(GO) test $(1) -run "^$$" -fuzz FuzzInspectPolicy -fuzztime 10s ./internal/guardrail/ || rc=1; \
+	$(GO) test $(1) -run "^$$" -fuzz FuzzHandler -fuzztime 15s ./internal/receiver/ || rc=1; \
+	exit $$rc
 
 .PHONY: fuzz
 fuzz: ## Short fuzzing runs of the bucket-name derivation, the policy guardrail and the webhook handler.
-	$(GO) test -run '^$$' -fuzz FuzzBucketName -fuzztime 15s ./internal/naming/
-	$(GO) test -run '^$$' -fuzz FuzzInspectPolicy -fuzztime 10s ./internal/guardrail/
-	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 15s ./internal/receiver/
+	@$(call fuzz_cmds,)
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.
