@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,9 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,41 +74,133 @@ func TestReadWriteProbeLeavesNoCanary(t *testing.T) {
 }
 
 // TestDuplicateWakeUpsProbeOnce: Reconcile decides from state whether a probe is due, so
-// a burst of 100 wake-ups for one bucket costs at most one probe.
+// a burst of wake-ups for one bucket costs at most one probe per due time. The bucket is
+// served by a reconciler of the test's own, on a fake clock: the test first sees a real
+// probe, then sends bursts of wake-ups before, at and after each due time.
 func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 	f := newFixture(t, seaweed)
-	sb := f.bucket("burst", probeEvery(time.Minute, bkv1.ProbeModeHead))
-	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	sb := f.bucket("burst", probeEvery(time.Minute, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
+		sb.Labels = map[string]string{isolatedLabel: "true"} // the suite's manager leaves it alone
+	})
 
+	heads := &headLog{times: map[string][]time.Time{}}
 	var mu sync.Mutex
-	heads := 0
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: s3.New, Observer: func(_, op string, _ int, _ error) {
-		if op == "HeadBucket" {
-			mu.Lock()
-			heads++
-			mu.Unlock()
-		}
+	probes := 0 // the probes this reconciler ran, as its metric sees them
+	clk := clocktesting.NewFakeClock(time.Now())
+	sched := &dueLog{}
+	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+		c, err := s3.New(ctx, cfg)
+		return countingHeads{Client: c, log: heads}, err
 	}}
-	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clock.RealClock{},
-		SyncInterval: time.Hour, ClusterID: clusterID, Prober: &controller.Prober{Clock: clock.RealClock{}, Heartbeat: 5 * time.Minute}}
-	for range 100 {
-		if _, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)}); err != nil {
-			t.Fatal(err)
+	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clk,
+		SyncInterval: time.Hour, ClusterID: clusterID, Prober: &controller.Prober{Clock: clk, Heartbeat: 5 * time.Minute, Scheduler: sched,
+			Observe: func(store string, _ bkv1.ProbeMode, _ string, _ time.Duration) {
+				if store == f.store {
+					mu.Lock()
+					probes++
+					mu.Unlock()
+				}
+			}}}
+	key := client.ObjectKeyFromObject(sb)
+	wake := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	// One HEAD for the first (never probed here) pass: the bucket step's check, plus
-	// the probe itself; the 99 others find nothing due.
-	if heads > 2 {
-		t.Fatalf("100 wake-ups caused %d HeadBucket requests", heads)
+	probed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return probes
+	}
+	t.Cleanup(func() {
+		// Only this reconciler serves the bucket: carry out its deletion too.
+		_ = k8s.Delete(context.Background(), sb)
+		for range 20 {
+			if err := k8s.Get(context.Background(), key, &bkv1.StorageBucket{}); err != nil {
+				return
+			}
+			_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+		}
+		t.Errorf("%s still there after its deletion was reconciled", key)
+	})
+
+	// Provision it; the first pass that finds the bucket provisioned probes at once.
+	f.eventually(30*time.Second, "the bucket to be provisioned and probed", func() error {
+		wake(1)
+		if c := findCond(f.get(sb), bkv1.ConditionAvailable); c == nil || c.Reason != bkv1.ReasonProbeSucceeded {
+			return errf("not probed yet: %s", describe(f.get(sb).Status.Conditions))
+		}
+		return nil
+	})
+	bucket := f.get(sb).Status.BucketName
+	if n := probed(); n != 1 {
+		t.Fatalf("%d probes after the first verdict, want 1", n)
+	}
+
+	for round := 1; round <= 2; round++ {
+		due, ok := sched.last(key)
+		if !ok || !due.After(clk.Now()) {
+			t.Fatalf("round %d: next probe scheduled at %v (ok=%v), want after now %v", round, due, ok, clk.Now())
+		}
+		headsBefore := heads.count(bucket)
+		// Up to a moment before the due time, wake-ups find nothing due.
+		clk.SetTime(due.Add(-time.Millisecond))
+		wake(50)
+		if n, h := probed(), heads.count(bucket)-headsBefore; n != round || h != 0 {
+			t.Fatalf("round %d: 50 wake-ups before the due time caused %d probes in all (want %d) and %d HeadBucket on %s (want 0)", round, n, round, h, bucket)
+		}
+		// At the due time, a burst costs exactly one probe: one HeadBucket on the bucket.
+		clk.SetTime(due)
+		wake(100)
+		if n, h := probed(), heads.count(bucket)-headsBefore; n != round+1 || h != 1 {
+			t.Fatalf("round %d: 100 wake-ups at the due time caused %d probes in all (want %d) and %d HeadBucket on %s (want 1)", round, n, round+1, h, bucket)
+		}
 	}
 }
 
+// dueLog is a probe scheduler that only records, per bucket, the last due time the
+// reconciler asked for.
+type dueLog struct {
+	mu  sync.Mutex
+	due map[types.NamespacedName]time.Time
+}
+
+func (d *dueLog) Schedule(key types.NamespacedName, _ string, due time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.due == nil {
+		d.due = map[types.NamespacedName]time.Time{}
+	}
+	d.due[key] = due
+}
+
+func (d *dueLog) Forget(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.due, key)
+}
+
+func (d *dueLog) last(key types.NamespacedName) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	due, ok := d.due[key]
+	return due, ok
+}
+
+// TestProbeRequestAnnotationProbesOnce: a new annotation value costs exactly one probe.
+// Probes are counted by the probe metric of the test's store, which holds this bucket
+// alone (drift checks send HeadBucket too, so HeadBucket counts would not tell). After
+// the request is handled, a spec change (which probes once, at the new generation) is
+// the fact that proves the manager has gone past the request: had the request been
+// served twice, the count at that point would be three.
 func TestProbeRequestAnnotationProbesOnce(t *testing.T) {
 	f := newFixture(t, seaweed)
 	sb := f.bucket("asked", probeEvery(time.Hour, bkv1.ProbeModeHead))
 	f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
-	time.Sleep(500 * time.Millisecond)
-	before := requests.snapshot(f.store)
+	before := f.probes()
 	f.requestProbe(sb, "please")
 	f.eventually(10*time.Second, "the request to be handled", func() error {
 		if got := f.get(sb); got.Status.LastHandledProbeRequest != "please" {
@@ -114,10 +208,28 @@ func TestProbeRequestAnnotationProbesOnce(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(2 * time.Second)
-	if _, _, ops := since(before, requests.snapshot(f.store)); ops["HeadBucket"] != 1 {
-		t.Fatalf("the annotation caused %d HeadBucket requests, want exactly 1 (%v)", ops["HeadBucket"], ops)
+	if n := f.probes() - before; n != 1 {
+		t.Fatalf("the annotation caused %d probes of %s, want exactly 1", n, sb.Name)
 	}
+
+	cur := f.get(sb)
+	cur.Spec.Probe.Timeout = &metav1.Duration{Duration: 4 * time.Second}
+	must(t, k8s.Update(f.ctx, cur))
+	f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
+	if n := f.probes() - before; n != 2 {
+		t.Fatalf("the annotation and then a spec change caused %d probes of %s, want exactly 2", n, sb.Name)
+	}
+}
+
+// probes is how many probes the manager has run on the test's store, whatever their
+// verdict, from the probe metric.
+func (f *fixture) probes() int {
+	n := 0.0
+	for _, reason := range []string{bkv1.ReasonProbeSucceeded, bkv1.ReasonProbeFailed, bkv1.ReasonBucketNotFound,
+		bkv1.ReasonAccessDenied, bkv1.ReasonProbeTimeout, bkv1.ReasonStoreUnreachable} {
+		n += testutil.ToFloat64(metrics.Probes.WithLabelValues(f.store, reason))
+	}
+	return int(n)
 }
 
 func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
@@ -236,16 +348,17 @@ loop:
 }
 
 // TestReceiverRequestsProbes: a signed request probes within a second of arrival; an
-// unsigned, stale or tampered one changes nothing.
+// unsigned, stale or tampered one changes nothing. Each bucket has a store of its own, so
+// the probe metric of a store counts the probes of that one bucket.
 func TestReceiverRequestsProbes(t *testing.T) {
 	f := newFixture(t, seaweed)
 	sb := f.bucket("hooked", probeEvery(time.Hour, bkv1.ProbeModeHead))
 	// A second bucket for the event notification: a second request for the same
 	// bucket within --min-probe-request-interval would wait for the interval's end.
-	evented := f.bucket("hooked-event", probeEvery(time.Hour, bkv1.ProbeModeHead))
+	fe := newFixture(t, seaweed)
+	evented := fe.bucket("hooked-event", probeEvery(time.Hour, bkv1.ProbeModeHead))
 	f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
-	got := f.waitCondition(evented, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
-	time.Sleep(500 * time.Millisecond)
+	got := fe.waitCondition(evented, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
 
 	post := func(body []byte, ts time.Time, sign func(ts string, body []byte) string) int {
 		t.Helper()
@@ -264,7 +377,7 @@ func TestReceiverRequestsProbes(t *testing.T) {
 	good := func(ts string, body []byte) string { return receiver.Sign(receiverSecret, ts, body) }
 	direct := []byte(fmt.Sprintf(`{"namespace":%q,"name":%q}`, f.ns, sb.Name))
 
-	before := requests.snapshot(f.store)
+	probesBefore := f.probes()
 	for name, code := range map[string]int{
 		"unsigned": post(direct, time.Now(), nil),
 		"stale":    post(direct, time.Now().Add(-10*time.Minute), good),
@@ -274,30 +387,42 @@ func TestReceiverRequestsProbes(t *testing.T) {
 			t.Errorf("%s request answered %d, want 401", name, code)
 		}
 	}
-	time.Sleep(2 * time.Second)
-	if _, _, ops := since(before, requests.snapshot(f.store)); ops["HeadBucket"] != 0 {
-		t.Fatalf("rejected requests caused probes: %v", ops)
-	}
+	// The receiver answers 401 before it asks for anything, so the object is unchanged
+	// now or never; the signed request below then shows that exactly one probe follows.
 	if cur := f.get(sb); cur.Annotations[bkv1.AnnotationProbeRequestedAt] != "" {
 		t.Fatalf("a rejected request annotated the object")
 	}
 
 	// An S3 event notification naming the bucket, as stores send them.
 	notification := []byte(fmt.Sprintf(`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":%q}}}]}`, got.Status.BucketName))
-	for _, body := range [][]byte{direct, notification} {
-		before := requests.snapshot(f.store)
+	for _, c := range []struct {
+		body   []byte
+		fx     *fixture
+		obj    *bkv1.StorageBucket
+		before int
+	}{{direct, f, sb, probesBefore}, {notification, fe, evented, fe.probes()}} {
 		sent := time.Now()
-		if code := post(body, sent, good); code != http.StatusAccepted {
+		if code := post(c.body, sent, good); code != http.StatusAccepted {
 			t.Fatalf("signed request answered %d, want 202", code)
 		}
-		f.eventually(5*time.Second, "the requested probe", func() error {
-			if _, _, ops := since(before, requests.snapshot(f.store)); ops["HeadBucket"] < 1 {
+		c.fx.eventually(5*time.Second, "the requested probe", func() error {
+			if c.fx.probes() == c.before {
 				return errf("no probe yet")
 			}
 			return nil
 		})
 		if d := time.Since(sent); d > time.Second+250*time.Millisecond {
 			t.Errorf("probe %s after the request; want within 1s", d)
+		}
+		c.fx.eventually(5*time.Second, "the request to be recorded as handled", func() error {
+			cur := c.fx.get(c.obj)
+			if requested := cur.Annotations[bkv1.AnnotationProbeRequestedAt]; requested == "" || cur.Status.LastHandledProbeRequest != requested {
+				return errf("requested %q, handled %q", requested, cur.Status.LastHandledProbeRequest)
+			}
+			return nil
+		})
+		if n := c.fx.probes() - c.before; n != 1 {
+			t.Fatalf("%s: %d probes since the rejected requests, want exactly the one the signed request asked for", c.obj.Name, n)
 		}
 	}
 }
