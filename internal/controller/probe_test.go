@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,6 +23,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -251,8 +253,8 @@ func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
 }
 
 // TestStoreOutage: with the store down, every bucket turns unavailable within two
-// intervals while the store gets about one request per second in total; back up, all
-// buckets are available again within one interval.
+// intervals, and then only the paced health check goes to the store (nothing to its
+// buckets); back up, all buckets are available again within one interval.
 func TestStoreOutage(t *testing.T) {
 	server := testenv.NewS3(t, testenv.Versity)
 	f := newFixture(t, server)
@@ -276,12 +278,34 @@ func TestStoreOutage(t *testing.T) {
 		return nil
 	})
 	t.Logf("all buckets unavailable %s after the store stopped", time.Since(down).Round(100*time.Millisecond))
+
+	// While the store is known to be down, only its health check (ListBuckets, at most
+	// one check per minimum gap, each of at most s3.MaxAttempts attempts) goes out; no
+	// request reaches its buckets. Wait for health checks to prove time has passed.
+	f.eventually(30*time.Second, "the store to be known as down", func() error {
+		store := &bkv1.ObjectStore{}
+		must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store))
+		if c := findStoreCond(store, bkv1.ConditionReady); c == nil || c.Status == metav1.ConditionTrue {
+			return errf("store conditions %v", store.Status.Conditions)
+		}
+		return nil
+	})
 	before := requests.snapshot(f.store)
-	time.Sleep(15 * time.Second)
+	windowStart := time.Now()
+	f.eventually(30*time.Second, "the store's health check to keep trying", func() error {
+		if _, _, ops := since(before, requests.snapshot(f.store)); ops["ListBuckets"] < 3 {
+			return errf("ops %v", ops)
+		}
+		return nil
+	})
+	window := time.Since(windowStart)
 	total, _, ops := since(before, requests.snapshot(f.store))
-	t.Logf("requests to the store during 15s of outage: %d %v", total, ops)
-	if total > 20 {
-		t.Errorf("a down store got %d requests in 15s; want about one per second at most", total)
+	t.Logf("requests to the store during %s of outage: %d %v", window.Round(100*time.Millisecond), total, ops)
+	if other := total - ops["ListBuckets"]; other != 0 {
+		t.Errorf("a store known to be down got %d requests other than its health check: %v", other, ops)
+	}
+	if limit := s3.MaxAttempts * (1 + int(window/controller.MinCheckGap)); ops["ListBuckets"] > limit {
+		t.Errorf("%d health-check attempts in %s, more than one check per %s allows (%d)", ops["ListBuckets"], window, controller.MinCheckGap, limit)
 	}
 	for _, sb := range sbs {
 		if c := findCond(f.get(sb), bkv1.ConditionAvailable); c.Status == metav1.ConditionUnknown && c.Reason != bkv1.ReasonStoreUnreachable {
@@ -302,48 +326,102 @@ func TestStoreOutage(t *testing.T) {
 	t.Logf("all buckets available %s after the store came back", time.Since(up).Round(100*time.Millisecond))
 }
 
-// TestStatusEconomy: 50 healthy buckets probed every 10s for 60s: probes happen (about
-// 300), status writes do not (at most one heartbeat each; the default is 5m).
+// TestStatusEconomy: 50 healthy buckets are probed again and again, each about once per
+// interval and never in bursts, while their status is not written (at most one write
+// each, for a heartbeat; the default heartbeat is 5m). A manager of the test's own counts
+// HeadBucket per bucket and sends no drift checks, so every HeadBucket is a probe.
 func TestStatusEconomy(t *testing.T) {
+	const (
+		interval = 4 * time.Second // the manager's default, for buckets that set none
+		buckets  = 50
+		rounds   = 4 // probes each bucket must get while the test watches
+	)
 	f := newFixture(t, seaweed)
-	var sbs []*bkv1.StorageBucket
-	for i := range 50 {
-		sbs = append(sbs, f.bucket(fmt.Sprintf("eco-%02d", i), probeEvery(10*time.Second, bkv1.ProbeModeHead)))
-	}
-	for _, sb := range sbs {
-		f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
-	}
-	time.Sleep(2 * time.Second) // let the last creation writes pass
+	heads := &headLog{times: map[string][]time.Time{}}
+	ctx, stop := context.WithCancel(f.ctx)
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, SyncInterval: time.Hour,
+		DefaultProbeInterval: interval,
+		S3Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+			c, err := s3.New(ctx, cfg)
+			return countingHeads{Client: c, log: heads}, err
+		}})
+	must(t, err)
+	defer func() { removeIsolated(t, f); stop(); <-done }()
 
-	w, err := k8sWatch.Watch(f.ctx, &bkv1.StorageBucketList{}, client.InNamespace(f.ns))
+	var sbs []*bkv1.StorageBucket
+	for i := range buckets {
+		sbs = append(sbs, f.bucket(fmt.Sprintf("eco-%02d", i), func(sb *bkv1.StorageBucket) {
+			sb.Labels = map[string]string{isolatedLabel: "true"}
+		}))
+	}
+	names := map[string]string{} // bucket name → StorageBucket name
+	for _, sb := range sbs {
+		got := f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
+		names[got.Status.BucketName] = sb.Name
+	}
+
+	// Status changes from here on, from a watch at the version of this list.
+	list := &bkv1.StorageBucketList{}
+	must(t, k8s.List(f.ctx, list, client.InNamespace(f.ns)))
+	w, err := k8sWatch.Watch(f.ctx, &bkv1.StorageBucketList{}, client.InNamespace(f.ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	must(t, err)
 	defer w.Stop()
-	probes := func() float64 {
-		return testutil.ToFloat64(metrics.Probes.WithLabelValues(f.store, bkv1.ReasonProbeSucceeded))
+	var mu sync.Mutex
+	writes := map[string]int{}
+	last := map[string]bkv1.StorageBucketStatus{}
+	for _, sb := range list.Items {
+		last[sb.Name] = sb.Status
 	}
-	probesBefore := probes()
-	writes := 0
-	timeout := time.After(60 * time.Second)
-loop:
-	for {
-		select {
-		case ev := <-w.ResultChan():
-			if ev.Type == watch.Modified {
-				writes++
+	go func() {
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(*bkv1.StorageBucket)
+			if !ok || ev.Type != watch.Modified {
+				continue
 			}
-		case <-timeout:
-			break loop
+			mu.Lock()
+			if !equality.Semantic.DeepEqual(last[obj.Name], obj.Status) {
+				writes[obj.Name]++
+			}
+			last[obj.Name] = obj.Status
+			mu.Unlock()
+		}
+	}()
+
+	from := map[string]int{}
+	for bucket := range names {
+		from[bucket] = heads.count(bucket)
+	}
+	start := time.Now()
+	f.eventually(time.Duration(rounds+3)*interval+time.Minute, fmt.Sprintf("%d probes of every bucket", rounds), func() error {
+		for bucket, name := range names {
+			if n := len(heads.since(bucket, from[bucket])); n < rounds {
+				return errf("%s probed %d times", name, n)
+			}
+		}
+		return nil
+	})
+	window := time.Since(start)
+	// Probes follow each bucket's slots, which are an interval apart give or take the
+	// 10% jitter on each, so consecutive slots are at least 0.8 intervals apart. Load
+	// only delays a probe: the first probe's delay (taken as at most one interval) is
+	// all that can bring the others closer to the window's start.
+	limit := 1 + int((window+interval)/(interval*8/10))
+	total := 0
+	for bucket, name := range names {
+		probes := heads.since(bucket, from[bucket])
+		total += len(probes)
+		if len(probes) > limit {
+			t.Errorf("%s was probed %d times in %s, more than one per slot (%d)", name, len(probes), window.Round(time.Millisecond), limit)
 		}
 	}
-	n := int(probes() - probesBefore)
-	t.Logf("60s, 50 buckets, 10s interval: %d probes, %d writes to the objects", n, writes)
-	// More than one probe per bucket per interval is a fault; fewer is a loaded
-	// machine lagging the schedule (the scheduler's own test pins the spread).
-	if n < 200 || n > 350 {
-		t.Errorf("%d probes in 60s; want about 300 (one per bucket per interval), never more", n)
-	}
-	if writes > 50 {
-		t.Errorf("%d object writes in 60s for 50 healthy buckets; want at most one heartbeat each", writes)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%s, %d buckets, %s interval: %d probes, status writes %v", window.Round(time.Millisecond), buckets, interval, total, writes)
+	for name, n := range writes {
+		if n > 1 {
+			t.Errorf("%s: %d status writes while healthy, want at most one heartbeat", name, n)
+		}
 	}
 }
 
