@@ -117,17 +117,7 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 		defer mu.Unlock()
 		return probes
 	}
-	t.Cleanup(func() {
-		// Only this reconciler serves the bucket: carry out its deletion too.
-		_ = k8s.Delete(context.Background(), sb)
-		for range 20 {
-			if err := k8s.Get(context.Background(), key, &bkv1.StorageBucket{}); err != nil {
-				return
-			}
-			_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-		}
-		t.Errorf("%s still there after its deletion was reconciled", key)
-	})
+	reconcileIsolated(t, r, key)
 
 	// Provision it; the first pass that finds the bucket provisioned probes at once.
 	f.eventually(30*time.Second, "the bucket to be provisioned and probed", func() error {
