@@ -225,6 +225,7 @@ func (f *fixture) probes() int {
 }
 
 func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	f := newFixture(t, seaweed)
 	sb := f.bucket("gone", probeEvery(time.Hour, bkv1.ProbeModeHead))
 	got := f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
@@ -246,6 +247,7 @@ func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
 // intervals, and then only the paced health check goes to the store (nothing to its
 // buckets); back up, all buckets are available again within one interval.
 func TestStoreOutage(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	server := testenv.NewS3(t, testenv.Versity)
 	f := newFixture(t, server)
 	var sbs []*bkv1.StorageBucket
@@ -271,7 +273,8 @@ func TestStoreOutage(t *testing.T) {
 
 	// While the store is known to be down, only its health check (ListBuckets, at most
 	// one check per minimum gap, each of at most s3.MaxAttempts attempts) goes out; no
-	// request reaches its buckets. Wait for health checks to prove time has passed.
+	// request reaches its buckets. Wait for three health checks at least (more attempts
+	// than two checks can make) to prove time has passed.
 	f.eventually(30*time.Second, "the store to be known as down", func() error {
 		store := &bkv1.ObjectStore{}
 		must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store))
@@ -282,8 +285,8 @@ func TestStoreOutage(t *testing.T) {
 	})
 	before := requests.snapshot(f.store)
 	windowStart := time.Now()
-	f.eventually(30*time.Second, "the store's health check to keep trying", func() error {
-		if _, _, ops := since(before, requests.snapshot(f.store)); ops["ListBuckets"] < 3 {
+	f.eventually(60*time.Second, "the store's health check to keep trying", func() error {
+		if _, _, ops := since(before, requests.snapshot(f.store)); ops["ListBuckets"] <= 2*s3.MaxAttempts {
 			return errf("ops %v", ops)
 		}
 		return nil
@@ -321,6 +324,7 @@ func TestStoreOutage(t *testing.T) {
 // each, for a heartbeat; the default heartbeat is 5m). A manager of the test's own counts
 // HeadBucket per bucket and sends no drift checks, so every HeadBucket is a probe.
 func TestStatusEconomy(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	const (
 		interval = 4 * time.Second // the manager's default, for buckets that set none
 		buckets  = 50

@@ -136,6 +136,7 @@ func TestSecondReconcileChangesNothing(t *testing.T) {
 }
 
 func TestDriftIsCorrected(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	f := newFixture(t, seaweed)
 	sb := f.bucket("drifty", func(sb *bkv1.StorageBucket) {
 		sb.Spec.Versioning = bkv1.VersioningEnabled
@@ -168,6 +169,7 @@ func TestDriftIsCorrected(t *testing.T) {
 }
 
 func TestStalledObjectSendsNoRequestStorm(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	f := newFixture(t, seaweed)
 	must(t, f.admin.CreateBucket(f.ctx, "foreign-"+f.ns, ""))
 	sb := f.bucket("stalled", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = "foreign-" + f.ns })
