@@ -7,14 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -153,61 +149,5 @@ func TestStatusOnlyThroughSubresource(t *testing.T) {
 	}
 	if got.Spec.Suspend || got.Generation != generation {
 		t.Errorf("a status update changed the spec (suspend=%v) or generation (%d -> %d)", got.Spec.Suspend, generation, got.Generation)
-	}
-}
-
-// TestKstatusUnderstandsOurConditions: GitOps tools and `kubectl wait` judge health by
-// kstatus rules, so the conditions the controller writes must map as intended.
-func TestKstatusUnderstandsOurConditions(t *testing.T) {
-	cond := func(typ string, st metav1.ConditionStatus, gen int64) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: st, Reason: "Test", Message: "test", ObservedGeneration: gen, LastTransitionTime: metav1.Now()}
-	}
-	cases := []struct {
-		name       string
-		observed   int64
-		conditions []metav1.Condition
-		want       status.Status
-	}{
-		{"ready at the current generation", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionTrue, 2)}, status.CurrentStatus},
-		{"status from an older generation", 1, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionTrue, 1)}, status.InProgressStatus},
-		{"still reconciling", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionFalse, 2), cond(bkv1.ConditionReconciling, metav1.ConditionTrue, 2)}, status.InProgressStatus},
-		{"stalled", 2, []metav1.Condition{cond(bkv1.ConditionReady, metav1.ConditionFalse, 2), cond(bkv1.ConditionStalled, metav1.ConditionTrue, 2)}, status.FailedStatus},
-	}
-	ns := newNamespace(t)
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			sb := &bkv1.StorageBucket{}
-			sb.Namespace, sb.Name = ns, "kstatus-"+strings.Repeat("x", i+1)
-			sb.Spec.ObjectStoreRef.Name = "local"
-			if err := k8s.Create(ctx, sb); err != nil {
-				t.Fatal(err)
-			}
-			// A spec change makes generation 2, so "observed 1" is really stale.
-			sb.Spec.Suspend = true
-			if err := k8s.Update(ctx, sb); err != nil {
-				t.Fatal(err)
-			}
-			sb.Status.ObservedGeneration = tc.observed
-			sb.Status.Conditions = tc.conditions
-			if err := k8s.Status().Update(ctx, sb); err != nil {
-				t.Fatal(err)
-			}
-			got := &bkv1.StorageBucket{}
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := status.Compute(&unstructured.Unstructured{Object: raw})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != tc.want {
-				t.Fatalf("kstatus = %s (%s), want %s", res.Status, res.Message, tc.want)
-			}
-		})
 	}
 }

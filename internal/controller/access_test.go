@@ -36,6 +36,7 @@ func TestNamespaceNotAllowed(t *testing.T) {
 // TestCredentialsProblemsAndRecovery: a store whose Secret is missing, then wrong, then
 // right; its buckets follow the store's verdict and converge once it is fixed.
 func TestCredentialsProblemsAndRecovery(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
 		s.Spec.CredentialsSecretRef = &bkv1.SecretReference{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "late-credentials"}
 	})

@@ -12,3 +12,6 @@ import (
 func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBucket)) error {
 	return patchMetadata(ctx, c, sb, mutate)
 }
+
+// MinCheckGap exposes the shortest gap between two health checks of one store.
+const MinCheckGap = minCheckGap

@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,28 +10,33 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // TestOnlyTheLeaderProbes: two managers share a lease; only the leader's scheduler
 // sends probe events. When the leader stops, the other takes over and probing goes on.
+// Neither sends drift checks, so every HeadBucket is a probe; they are counted per
+// manager and bucket.
 func TestOnlyTheLeaderProbes(t *testing.T) {
 	f := newFixture(t, seaweed)
 	type instance struct {
-		heads  atomic.Int64
+		heads  *headLog
 		cancel context.CancelFunc
 		done   <-chan struct{}
 	}
 	start := func() *instance {
-		in := &instance{}
+		in := &instance{heads: &headLog{times: map[string][]time.Time{}}}
 		ctx, cancel := context.WithCancel(f.ctx)
 		in.cancel = cancel
 		done, err := startManager(ctx, operator.Options{
 			WatchLabelSelector: isolatedLabel, LeaderElection: true, LeaderElectionNamespace: "default",
 			LeaderElectionID: "leader-test-" + f.ns, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			S3Observer: func(store, op string, _ int, _ error) {
-				if store == f.store && op == "HeadBucket" {
-					in.heads.Add(1)
-				}
+			// Short probe intervals (the default, for buckets that set none) keep
+			// the test short; no drift checks, so every HeadBucket is a probe.
+			SyncInterval: time.Hour, DefaultProbeInterval: 2 * time.Second,
+			S3Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+				c, err := s3.New(ctx, cfg)
+				return countingHeads{Client: c, log: in.heads}, err
 			},
 		})
 		must(t, err)
@@ -49,28 +53,53 @@ func TestOnlyTheLeaderProbes(t *testing.T) {
 
 	var sbs []*bkv1.StorageBucket
 	for i := range 3 {
-		sbs = append(sbs, f.bucket(fmt.Sprintf("ha-%d", i), probeEvery(10*time.Second, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
+		sbs = append(sbs, f.bucket(fmt.Sprintf("ha-%d", i), func(sb *bkv1.StorageBucket) {
 			sb.Labels = map[string]string{isolatedLabel: "true"}
 		}))
 	}
+	var buckets []string
 	for _, sb := range sbs {
-		f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
+		buckets = append(buckets, f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded).Status.BucketName)
 	}
-	time.Sleep(12 * time.Second)
+	total := func(in *instance) int {
+		n := 0
+		for _, bucket := range buckets {
+			n += in.heads.count(bucket)
+		}
+		return n
+	}
 	leader, follower := a, b
-	if b.heads.Load() > a.heads.Load() {
+	if total(b) > total(a) {
 		leader, follower = b, a
 	}
-	if leader.heads.Load() == 0 || follower.heads.Load() != 0 {
-		t.Fatalf("HeadBucket requests: leader %d, follower %d; want only the leader probing", leader.heads.Load(), follower.heads.Load())
+	// Creating a bucket sends HeadBucket twice (the bucket step's check, then the first
+	// probe), both before Available is written; with no drift checks, the next one is
+	// a probe from the leader's scheduler, at the bucket's slot.
+	created := map[string]int{}
+	for _, bucket := range buckets {
+		created[bucket] = leader.heads.count(bucket)
 	}
-
+	f.eventually(60*time.Second, "a scheduled probe of every bucket", func() error {
+		for _, bucket := range buckets {
+			if n := leader.heads.count(bucket) - created[bucket]; n < 1 {
+				return errf("%s: no scheduled probe by the leader yet", bucket)
+			}
+		}
+		return nil
+	})
+	if n := total(follower); n != 0 {
+		t.Fatalf("the follower sent %d HeadBucket requests; want only the leader probing", n)
+	}
 	stopped := time.Now()
 	leader.cancel()
 	<-leader.done
+	// The new leader first resyncs each bucket (one HeadBucket), then probes it at its
+	// slot: a second HeadBucket.
 	f.eventually(30*time.Second, "the other manager to take over probing", func() error {
-		if follower.heads.Load() == 0 {
-			return errf("no probe from the new leader yet")
+		for _, bucket := range buckets {
+			if n := follower.heads.count(bucket); n < 2 {
+				return errf("%s: %d HeadBucket from the new leader, want its resync and a probe", bucket, n)
+			}
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 // TestOwnershipMatrix: only a bucket tagged for this claim counts as ours; everything
 // else is adopted only when allowed and unowned, and never touched otherwise.
 func TestOwnershipMatrix(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	// The store lets every namespace adopt: what is tested here is ownership; the
 	// adoption guardrail has tests of its own (test/e2e).
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{} })

@@ -25,6 +25,7 @@ import (
 // PutBucketPolicy and no ConfigApplied Event, neither from the running manager nor from
 // a fresh reconciler that remembers nothing.
 func TestEquivalentPolicyIsNotRewritten(t *testing.T) {
+	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	// Each store accepts a different subset of the forms: SeaweedFS refuses a boolean
 	// condition value and rewrites one-element arrays to scalars itself; Versity keeps
 	// what it is given but refuses a Statement that is not a list.
@@ -52,6 +53,7 @@ func TestEquivalentPolicyIsNotRewritten(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, c.server)
 			bucket := naming.BucketName("", f.ns, "same")
 			sb := f.bucket("same", func(sb *bkv1.StorageBucket) {

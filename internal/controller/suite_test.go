@@ -27,6 +27,12 @@ import (
 // The suite runs one real control plane, one SeaweedFS and one Versity server, and one
 // manager built exactly as the binary builds it. Each test makes its own namespace and
 // ObjectStore, so S3 requests are counted per test by store name.
+//
+// Tests that spend their time waiting on sync and probe intervals call t.Parallel: Go
+// runs them together, after every other test of the package. At most one of them may
+// run a manager of its own on isolated StorageBuckets (such a manager serves every
+// isolated bucket of the cluster); none may stop a server other tests use or depend on
+// the manager's log or on tight timing.
 var (
 	k8s      client.Client
 	k8sWatch client.WithWatch

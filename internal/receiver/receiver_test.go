@@ -225,8 +225,21 @@ func TestStartDrainsInFlightRequests(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	addr := r.Addr()
 	cancel()
-	time.Sleep(100 * time.Millisecond) // let Shutdown begin before releasing the handler
+	// Shutdown begins by closing the listener: once a new connection is refused, the
+	// handler may be released.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the receiver still accepts connections after its context ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	close(fake.block)
 
 	if res := <-resc; res.err != nil || res.code != http.StatusAccepted {

@@ -113,7 +113,7 @@ var contractCases = []contractCase{
 	{"timeout", func(ctx context.Context, t *testing.T, s *store) {
 		tiny, cancel := context.WithTimeout(ctx, time.Microsecond)
 		defer cancel()
-		time.Sleep(time.Millisecond)
+		<-tiny.Done()
 		_, err := s.c.ListBuckets(tiny)
 		wantKind(t, s, "ListBuckets tiny deadline", err, KindTimeout)
 		c, _ := s.client(t, func(c *Config) { c.RequestTimeout = time.Microsecond })

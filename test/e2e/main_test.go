@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -72,7 +73,7 @@ func stop(what string, f func() error) {
 // startManager runs an in-process manager built exactly as the binary builds it, and
 // stops it when the test ends. Register it before newFixture: cleanups run last-in
 // first-out, so the fixture's deletions still find a running operator.
-func startManager(t *testing.T, restCfg *rest.Config, opts operator.Options) {
+func startManager(t *testing.T, restCfg *rest.Config, opts operator.Options) manager.Manager {
 	t.Helper()
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	mgr, err := operator.New(restCfg, opts)
@@ -99,6 +100,7 @@ func startManager(t *testing.T, restCfg *rest.Config, opts operator.Options) {
 			t.Logf("manager logs since the test started (tail):\n%s", tail(logs.From(mark), 12000))
 		}
 	})
+	return mgr
 }
 
 // fixture is one test's namespace, credentials Secret and ObjectStore on SeaweedFS.

@@ -148,13 +148,24 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	if c := apimeta.FindStatusCondition(got.Status.Conditions, bkv1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		t.Errorf("Stalled=True (%s); a missing permission is retried, so fixing the Role must be enough", c.Message)
 	}
-	// It stays that way while the verb is missing: retries do not paper over it.
-	for range 10 {
-		time.Sleep(500 * time.Millisecond)
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(denied), got))
-		if apimeta.IsStatusConditionTrue(got.Status.Conditions, bkv1.ConditionReady) {
-			t.Fatalf("became Ready without create on secrets: %s", describe(got.Status.Conditions))
+	// It stays that way while the verb is missing: retries do not paper over it. Wait
+	// for two more refused attempts (each logged as a reconcile error) and look again.
+	retryMark := logs.Len()
+	f.eventually(60*time.Second, "two more refused attempts on "+denied.Name, func() error {
+		n := 0
+		for _, line := range strings.Split(logs.From(retryMark), "\n") {
+			if strings.Contains(line, "Reconciler error") && strings.Contains(line, denied.Name) && strings.Contains(strings.ToLower(line), "forbidden") {
+				n++
+			}
 		}
+		if n < 2 {
+			return fmt.Errorf("%d refused attempts logged", n)
+		}
+		return nil
+	})
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(denied), got))
+	if apimeta.IsStatusConditionTrue(got.Status.Conditions, bkv1.ConditionReady) {
+		t.Fatalf("became Ready without create on secrets: %s", describe(got.Status.Conditions))
 	}
 
 	// Giving the verb back is enough: the retry with backoff finishes the claim.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -18,8 +20,9 @@ import (
 // ObjectStore controller for the shared store, which is expected.
 func TestShardingByLabel(t *testing.T) {
 	counts := &createCounter{byShard: map[string]map[string]int{}}
+	managers := map[string]manager.Manager{}
 	for _, shard := range []string{"a", "b"} {
-		startManager(t, cfg, operator.Options{
+		managers[shard] = startManager(t, cfg, operator.Options{
 			WatchLabelSelector: "shard=" + shard,
 			S3Observer: func(store, op string, _ int, _ error) {
 				if op == "CreateBucket" {
@@ -40,9 +43,21 @@ func TestShardingByLabel(t *testing.T) {
 	for _, sb := range sbs {
 		f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
 	}
-	// A second operator answering the same claim would send its CreateBucket around
-	// the same time; give it a moment to show up before counting.
-	time.Sleep(2 * time.Second)
+	// An operator reconciles only what its cache holds: each shard's cache, which has
+	// served every claim of its shard by now, holds no claim of the other shard, so no
+	// operator can ever answer another shard's claim.
+	for shard, mgr := range managers {
+		list := &bkv1.StorageBucketList{}
+		must(t, mgr.GetCache().List(f.ctx, list, client.InNamespace(f.ns)))
+		if len(list.Items) != perShard {
+			t.Errorf("the shard=%s operator's cache holds %d claims of %s, want its %d", shard, len(list.Items), f.ns, perShard)
+		}
+		for _, sb := range list.Items {
+			if sb.Labels["shard"] != shard {
+				t.Errorf("the shard=%s operator's cache holds %s of shard %q", shard, sb.Name, sb.Labels["shard"])
+			}
+		}
+	}
 	for _, shard := range []string{"a", "b"} {
 		if got := counts.get(shard, f.store); got != perShard {
 			t.Errorf("the shard=%s operator sent %d CreateBucket requests to %s, want %d", shard, got, f.store, perShard)
