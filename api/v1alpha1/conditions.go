@@ -25,6 +25,12 @@ const (
 	ConditionAccessProviderReady = "AccessProviderReady"
 )
 
+// StoreLeasePrefix begins the name of the Lease (coordination.k8s.io, in the
+// operator's namespace) through which operator deployments sharding the buckets
+// (--shard-count above 1) agree which of them health-checks a store:
+// bucketkeeper-store-<store name>.
+const StoreLeasePrefix = "bucketkeeper-store-"
+
 // Condition reasons: CamelCase, specific enough that a person knows what to do next.
 const (
 	ReasonReady                    = "Ready"
