@@ -107,7 +107,9 @@ func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1
 		}
 		if !held {
 			// Another shard checks this store and writes its verdict; look again
-			// when its Lease would expire, to take over from a shard that died.
+			// when its Lease would expire, to take over from a shard that died. A
+			// check this shard's probes ask for (RequestCheck) waits for the
+			// holder's next one: the store is not checked twice per interval.
 			r.reportHeldElsewhere(store)
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
