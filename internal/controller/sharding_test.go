@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -221,6 +223,26 @@ func TestShardsCheckAStoreOnce(t *testing.T) {
 				name, s.budgetRate, s.budgetBurst, s.clientRate, s.clientBurst)
 		}
 		s.mu.Unlock()
+	}
+}
+
+// TestStoreLeaseName: every store name, up to the 253 characters the API allows, gives
+// a valid Lease name of its own.
+func TestStoreLeaseName(t *testing.T) {
+	long := strings.Repeat("a", 200)
+	names := map[string]bool{}
+	for _, store := range []string{"s3", "eu.west", long + "." + strings.Repeat("b", 52), long + "." + strings.Repeat("c", 52), long + strings.Repeat(".x", 26)} {
+		name := controller.StoreLeaseName(store)
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Errorf("the Lease name of store %q, %q, is invalid: %v", store, name, errs)
+		}
+		if names[name] {
+			t.Errorf("two stores share the Lease name %q", name)
+		}
+		names[name] = true
+	}
+	if got := controller.StoreLeaseName("s3"); got != bkv1.StoreLeasePrefix+"s3" {
+		t.Errorf("the Lease of store s3 is %q, want %q", got, bkv1.StoreLeasePrefix+"s3")
 	}
 }
 

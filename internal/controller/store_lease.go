@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -62,7 +63,8 @@ func StoreLeaseName(store string) string {
 	}
 	sum := sha256.Sum256([]byte(store))
 	suffix := "-" + hex.EncodeToString(sum[:])[:16]
-	return name[:maxName-len(suffix)] + suffix
+	// The cut must not end a DNS label with a dot or a dash before the suffix.
+	return strings.TrimRight(name[:maxName-len(suffix)], ".-") + suffix
 }
 
 // storeLeaseDuration is how long a store's Lease lasts: one health-check interval
