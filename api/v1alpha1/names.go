@@ -110,3 +110,9 @@ const (
 	// LabelStorageBucket marks a connection Secret with the StorageBucket it belongs to.
 	LabelStorageBucket = "bucketkeeper.io/storagebucket"
 )
+
+// StoreLeasePrefix begins the name of the Lease (coordination.k8s.io, in the
+// operator's namespace) through which operator deployments sharding the buckets
+// (--shard-count above 1) agree which of them health-checks a store:
+// bucketkeeper-store-<store name>.
+const StoreLeasePrefix = "bucketkeeper-store-"

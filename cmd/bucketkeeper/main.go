@@ -42,6 +42,7 @@ func main() {
 	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", defaults.ProbeInterval, "Probe interval of StorageBuckets that set none.")
 	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets and BucketAccesses matching this label selector (sharding across deployments).")
+	flag.IntVar(&opts.ShardCount, "shard-count", defaults.ShardCount, "Number of operator deployments splitting the buckets with --watch-label-selector; set the same on each. Above 1 each spends 1/N of every store's request budget, and one shard per store, elected by a Lease in the leader-election namespace, health-checks it.")
 	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket series (bucketkeeper_bucket_available, bucketkeeper_bucket_last_successful_probe_timestamp_seconds, bucketkeeper_bucket_probe_interval_seconds).")
 	flag.StringVar(&opts.ReceiverBindAddress, "receiver-bind-address", "", "Serve the signed probe-request webhook (POST /v1/probe) here; empty disables it.")
 	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")

@@ -42,8 +42,12 @@ type ObjectStoreReconciler struct {
 	// OnHealth receives each health verdict (ready or not) and nil once the store is
 	// deleted, for the per-store gauge; may be nil.
 	OnHealth func(store string, ready *bool)
-	// Budget receives each store's request budget, so probes are paced by it; may be nil.
+	// Budget receives this shard's part of each store's request budget (see
+	// StoreRegistry.Budget), so probes are paced by it; may be nil.
 	Budget func(store string, perSecond float64, burst int)
+	// Leases, when several shards share the stores, elects the one that checks each
+	// store (see StoreLeases); nil: this instance checks every store.
+	Leases *StoreLeases
 	// Access checks stores whose accessProvider is IAM; may be nil.
 	Access *AccessProviders
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
@@ -90,15 +94,41 @@ func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1
 		interval = store.Spec.HealthCheck.Interval.Duration
 	}
 	if r.Budget != nil {
-		r.Budget(store.Name, float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst))
+		perSecond, burst := r.Stores.Budget(store)
+		r.Budget(store.Name, perSecond, burst)
 	}
 	if wait := r.checkAllowed(store.Name); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if r.Leases != nil {
+		held, wait, err := r.Leases.Hold(ctx, store, storeLeaseDuration(interval))
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("taking the health-check Lease of store %s: %w", store.Name, err)
+		}
+		if !held {
+			// Another shard checks this store and writes its verdict; look again
+			// when its Lease would expire, to take over from a shard that died. A
+			// check this shard's probes ask for (RequestCheck) waits for the
+			// holder's next one: the store is not checked twice per interval.
+			r.reportHeldElsewhere(store)
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	reason, message := r.healthCheck(ctx, store)
 	r.setHealth(patcher, store, reason, message)
 	r.checkAccessProvider(ctx, store)
 	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// reportHeldElsewhere hands the verdict another shard wrote to the per-store gauge, so
+// every shard's metrics say whether the store is ready.
+func (r *ObjectStoreReconciler) reportHeldElsewhere(store *bkv1.ObjectStore) {
+	c := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	if r.OnHealth == nil || c == nil || c.Reason == bkv1.ReasonInUse {
+		return
+	}
+	ready := c.Status == metav1.ConditionTrue
+	r.OnHealth(store.Name, &ready)
 }
 
 // healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves

@@ -41,6 +41,9 @@ type StoreRegistry struct {
 	// in flight, so a hung store cannot take every worker (see storeslots.go);
 	// zero means no cap.
 	MaxReconcilesPerStore int
+	// Shards is the number of operator deployments sharing the stores (zero counts
+	// as one): each spends 1/Shards of every store's request budget (see Budget).
+	Shards int
 
 	mu      sync.Mutex
 	clients map[string]*storeClients
@@ -120,7 +123,7 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	if !ok || entry.version != version {
 		entry = &storeClients{
 			version:  version,
-			limiter:  s3.NewLimiter(float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst)),
+			limiter:  s3.NewLimiter(r.Budget(store)),
 			byRegion: map[string]s3.Client{},
 		}
 		if r.clients == nil {
@@ -137,6 +140,7 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 		return nil, &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
 			"ObjectStore %q already serves %d regions, the most one store may: use one of them in spec.region", store.Name, maxRegionsPerStore)}
 	}
+	perSecond, burst := r.Budget(store)
 	cfg := s3.Config{
 		Endpoint:              store.Spec.Endpoint,
 		Region:                region,
@@ -146,8 +150,8 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 		SessionToken:          creds[bkv1.CredentialsKeySessionToken],
 		CABundle:              []byte(store.Spec.CABundle),
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
-		RequestsPerSecond:     float64(store.Spec.RequestsPerSecond),
-		Burst:                 int(store.Spec.Burst),
+		RequestsPerSecond:     perSecond,
+		Burst:                 burst,
 		Limiter:               entry.limiter,
 		RequestTimeout:        r.RequestTimeout,
 	}
@@ -161,6 +165,26 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	}
 	entry.byRegion[region] = c
 	return c, nil
+}
+
+// Budget is this shard's part of store's request budget (spec.requestsPerSecond and
+// spec.burst): with several shards each one's S3 clients and probe scheduler spend
+// ShardBudget of it, so the shards together stay within the store's budget.
+func (r *StoreRegistry) Budget(store *bkv1.ObjectStore) (perSecond float64, burst int) {
+	return ShardBudget(float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst), r.Shards)
+}
+
+// ShardBudget divides a store's budget among shards: the steady rate exactly, the
+// burst rounded down but at least one request, so the shards together send at most
+// perSecond per second and, for a burst of at least shards, at most burst at once.
+// Dividing evenly is conservative: a shard with many buckets on a store may not borrow
+// what a shard with few leaves unused, so no coordination is needed for the budget to
+// hold.
+func ShardBudget(perSecond float64, burst, shards int) (float64, int) {
+	if shards <= 1 || perSecond <= 0 { // no budget: nothing to divide
+		return perSecond, burst
+	}
+	return perSecond / float64(shards), max(1, burst/shards)
 }
 
 // Forget drops the client of a deleted store.

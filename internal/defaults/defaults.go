@@ -41,6 +41,9 @@ const (
 	// AccessKeyGrace is how long a replaced BucketAccess key stays valid after the
 	// Secret received its successor, so running pods can reload.
 	AccessKeyGrace = 10 * time.Minute
+
+	// ShardCount is the number of operator deployments sharing the stores.
+	ShardCount = 1
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
@@ -64,3 +67,13 @@ const (
 // StoreHealthCheckTimeout bounds one ObjectStore health check (the S3 request timeout
 // applies too).
 const StoreHealthCheckTimeout = 10 * time.Second
+
+// StoreLeaseGrace is how much longer than its store's health-check interval a store's
+// health-check Lease lasts (with --shard-count above 1). The holder renews it at every
+// check, one interval plus one reconcile apart: the grace covers a check that runs to
+// its timeout, the API calls around it and clocks a few seconds apart, so a healthy
+// holder keeps the Lease and a dead one is replaced within interval + grace.
+const StoreLeaseGrace = StoreHealthCheckTimeout + 20*time.Second
+
+// LeaseCallTimeout bounds each API call for a store's health-check Lease.
+const LeaseCallTimeout = 10 * time.Second

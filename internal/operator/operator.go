@@ -49,6 +49,9 @@ func Scheme() *runtime.Scheme {
 // New builds a manager running every controller. Start it with mgr.Start(ctx).
 func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	metrics.Register()
 	if opts.ClusterID == "" {
 		id, err := DefaultClusterID(cfg)
@@ -74,6 +77,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Observer:              s3Observer(opts),
 		RequestTimeout:        opts.S3RequestTimeout,
 		MaxReconcilesPerStore: opts.MaxReconcilesPerStore,
+		Shards:                opts.ShardCount,
 	}
 	probing, err := setupProbing(mgr, opts)
 	if err != nil {
@@ -230,6 +234,10 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 // controllers.
 func setupControllers(mgr manager.Manager, opts Options, stores *controller.StoreRegistry, p probing) error {
 	access := &controller.AccessProviders{Stores: stores, Factory: opts.IAMFactory}
+	leases, err := storeLeases(mgr, opts)
+	if err != nil {
+		return err
+	}
 	if err := (&controller.ObjectStoreReconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
@@ -240,6 +248,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		OnHealth:         metrics.SetStoreReady,
 		Budget:           p.budget,
+		Leases:           leases,
 		Access:           access,
 		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr); err != nil {
@@ -273,6 +282,27 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}
 	return nil
+}
+
+// storeLeases elects one health-checking shard per store when there are several
+// shards (nil for one: it checks every store). A shard is named by its leader-election
+// ID, distinct per shard and the same for all its replicas, of which only the leader
+// runs the ObjectStore controller.
+func storeLeases(mgr manager.Manager, opts Options) (*controller.StoreLeases, error) {
+	if opts.ShardCount <= 1 {
+		return nil, nil
+	}
+	ns, err := opts.leaseNamespace()
+	if err != nil {
+		return nil, err
+	}
+	return &controller.StoreLeases{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Namespace: ns,
+		Identity:  opts.LeaderElectionID,
+		Clock:     opts.Clock,
+	}, nil
 }
 
 // setupReceiver adds the probe-request webhook when opts asks for it.

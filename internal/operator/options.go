@@ -1,6 +1,10 @@
 package operator
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -64,6 +68,12 @@ type Options struct {
 	// sees, for sharding buckets across several operator deployments (empty: all).
 	// An access belongs to the shard of its buckets, so it carries the same labels.
 	WatchLabelSelector string
+	// ShardCount is the number of operator deployments splitting the buckets with
+	// WatchLabelSelector (default 1). Every shard reconciles every ObjectStore, so with
+	// more than one each spends 1/ShardCount of every store's request budget, and the
+	// shards elect through a Lease per store (in LeaderElectionNamespace, held under
+	// LeaderElectionID) the one that health-checks it. Give every shard the same value.
+	ShardCount int
 
 	// DisableAvailabilityMetric drops the per-bucket series
 	// (bucketkeeper_bucket_available, bucketkeeper_bucket_last_successful_probe_timestamp_seconds
@@ -132,6 +142,9 @@ func (o *Options) setDefaults() {
 			*d.field = d.value
 		}
 	}
+	if o.ShardCount == 0 {
+		o.ShardCount = defaults.ShardCount
+	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = defaults.Concurrency
 	}
@@ -147,4 +160,33 @@ func (o *Options) setDefaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+}
+
+// validate refuses option values that cannot work, after setDefaults.
+func (o *Options) validate() error {
+	if o.ShardCount < 1 {
+		return fmt.Errorf("--shard-count must be at least 1, not %d", o.ShardCount)
+	}
+	if o.ShardCount > 1 && o.WatchLabelSelector == "" {
+		// A shard without a selector serves every bucket, alongside the shards that
+		// serve their part of them: each bucket would be served twice.
+		return errors.New("--shard-count above 1 needs --watch-label-selector: each shard serves the buckets its selector matches")
+	}
+	return nil
+}
+
+// inClusterNamespaceFile names the namespace of the pod the operator runs in.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaseNamespace is where the stores' health-check Leases live: the leader-election
+// namespace, which defaults to the pod's own (as controller-runtime's does).
+func (o *Options) leaseNamespace() (string, error) {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace, nil
+	}
+	data, err := os.ReadFile(inClusterNamespaceFile)
+	if err != nil {
+		return "", fmt.Errorf("--shard-count above 1 keeps a Lease per store in the operator's namespace: outside a cluster, name it with --leader-election-namespace (%w)", err)
+	}
+	return strings.TrimSpace(string(data)), nil
 }

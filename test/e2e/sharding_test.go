@@ -1,11 +1,13 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -14,19 +16,29 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 )
 
-// TestShardingByLabel runs two operators with disjoint --watch-label-selector, as two
-// deployments splitting one cluster's buckets: every claim is served, and by exactly
-// one of them (each sends CreateBucket for its own shard only). Both also run the
-// ObjectStore controller for the shared store, which is expected.
+// TestShardingByLabel runs two operators with disjoint --watch-label-selector and
+// --shard-count=2, as two deployments splitting one cluster's buckets: every claim is
+// served, and by exactly one of them (each sends CreateBucket for its own shard only).
+// Both run the ObjectStore controller for the shared store, but only the shard that
+// holds the store's Lease health-checks it.
 func TestShardingByLabel(t *testing.T) {
-	counts := &createCounter{byShard: map[string]map[string]int{}}
+	counts := &opCounter{byShard: map[string]map[string]int{}}
 	managers := map[string]manager.Manager{}
+	checks := &opCounter{byShard: map[string]map[string]int{}}
+	ctx := context.Background()
+	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-shard-leases-"}}
+	must(t, k8s.Create(ctx, leases))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), leases) })
 	for _, shard := range []string{"a", "b"} {
 		managers[shard] = startManager(t, cfg, operator.Options{
 			WatchLabelSelector: "shard=" + shard,
+			ShardCount:         2, LeaderElectionID: "shard-" + shard + ".bucketkeeper.io", LeaderElectionNamespace: leases.Name,
 			S3Observer: func(store, op string, _ int, _ error) {
-				if op == "CreateBucket" {
+				switch op {
+				case "CreateBucket":
 					counts.add(shard, store)
+				case "ListBuckets": // the store health check
+					checks.add(shard, store)
 				}
 			},
 		})
@@ -63,6 +75,17 @@ func TestShardingByLabel(t *testing.T) {
 			t.Errorf("the shard=%s operator sent %d CreateBucket requests to %s, want %d", shard, got, f.store, perShard)
 		}
 	}
+	// Over three health-check intervals (5s each), the shard holding the store's
+	// Lease checks it and the other never does.
+	f.eventually(time.Minute, "three health checks of the store", func() error {
+		if n := checks.get("a", f.store) + checks.get("b", f.store); n < 3 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
+	if a, b := checks.get("a", f.store), checks.get("b", f.store); a != 0 && b != 0 {
+		t.Errorf("both shards health-checked %s (a: %d, b: %d), want only the Lease's holder", f.store, a, b)
+	}
 	claims, err := f.claimedBuckets()
 	must(t, err)
 	for _, sb := range sbs {
@@ -72,13 +95,13 @@ func TestShardingByLabel(t *testing.T) {
 	}
 }
 
-// createCounter counts CreateBucket requests per shard and store.
-type createCounter struct {
+// opCounter counts requests of one operation per shard and store.
+type opCounter struct {
 	mu      sync.Mutex
 	byShard map[string]map[string]int
 }
 
-func (c *createCounter) add(shard, store string) {
+func (c *opCounter) add(shard, store string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byShard[shard] == nil {
@@ -87,7 +110,7 @@ func (c *createCounter) add(shard, store string) {
 	c.byShard[shard][store]++
 }
 
-func (c *createCounter) get(shard, store string) int {
+func (c *opCounter) get(shard, store string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byShard[shard][store]

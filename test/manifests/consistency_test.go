@@ -119,6 +119,11 @@ func TestRBACAgrees(t *testing.T) {
 		t.Errorf("the chart's manager ClusterRole drifted from config/rbac/role.yaml (make manifests):\nchart:\n  %s\ngenerated:\n  %s",
 			strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
+	wantRole := expandRules(into[rbacv1.Role](t, find(t, generated, "Role")).Rules)
+	if got := helm["Role/bucketkeeper-manager"]; !reflect.DeepEqual(got, wantRole) {
+		t.Errorf("the chart's manager Role (health-check Leases) drifted from config/rbac/role.yaml (make manifests):\nchart:\n  %s\ngenerated:\n  %s",
+			strings.Join(got, "\n  "), strings.Join(wantRole, "\n  "))
+	}
 	// What the metrics filter and leader election need, spelled out.
 	mustHave := map[string][]string{
 		"ClusterRole/bucketkeeper-metrics-auth": {
