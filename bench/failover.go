@@ -228,8 +228,10 @@ func plotFailover(dir string, cfg failoverConfig, perSecond []float64) error {
 	kill.Color = color.RGBA{R: 200, A: 255}
 	kill.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 	p.Add(line, kill)
+	p.Y.Min, p.Y.Max = 0, 1.3*maxY // headroom for the legend above the data
 	p.Legend.Add("S3 requests/s, both managers", line)
 	p.Legend.Add("SIGKILL of the leader", kill)
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(40), -vg.Points(4) // clear of the axis and the title
 	return p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "failover-s3-per-second.png"))
 }
