@@ -2,7 +2,7 @@
 // ticker that enqueues every bucket each interval, in one run, on the same real peers the tests use (envtest kube-apiserver + etcd,
 // SeaweedFS). Every compared figure is a ratio measured in the same run.
 //
-//	BENCH_N=1000 BENCH_SCENARIOS=converge,steady,change,memory,outage go run .
+//	BENCH_N=1000 BENCH_SCENARIOS=converge,steady,change,memory,outage,failover go run .
 package main
 
 import (
@@ -67,7 +67,7 @@ func run() error {
 	if n <= 0 {
 		n = 1000
 	}
-	scenarios := strings.Split(envOr("BENCH_SCENARIOS", "converge,steady,change,memory,outage"), ",")
+	scenarios := strings.Split(envOr("BENCH_SCENARIOS", "converge,steady,change,memory,outage,failover"), ",")
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -122,6 +122,8 @@ func run() error {
 			err = e.memory()
 		case "outage":
 			err = e.outage()
+		case "failover":
+			err = e.failover()
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}

@@ -101,7 +101,12 @@ func (e *env) steady() error {
 			return err
 		}
 		time.Sleep(steadyInterval) // warm-up: start-up work is not steady state
+		// Where the CPU goes: `go tool pprof -top bench/results/cpu-<strategy>.pb.gz`.
+		prof := m.profileCPU(filepath.Join(e.results, "cpu-"+strategy+".pb.gz"), 4*steadyInterval)
 		run, err := e.measureProbing(m, 4*steadyInterval)
+		if perr := <-prof; perr != nil {
+			fmt.Printf("   %s: no CPU profile: %v\n", strategy, perr)
+		}
 		m.stop()
 		if err != nil {
 			return err

@@ -36,6 +36,7 @@ func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, s
 	case err != nil:
 		return err
 	case !metav1.IsControlledBy(current, sb):
+		scope.accessVersion = current.ResourceVersion
 		if want {
 			return terminalf(bkv1.ReasonSecretConflict, "a BucketAccess %q not made for this StorageBucket exists; remove spec.access or rename it", sb.Name)
 		}
@@ -58,13 +59,18 @@ func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, s
 		if err := controllerutil.SetControllerReference(sb, ba, r.Scheme()); err != nil {
 			return err
 		}
-		return r.Create(ctx, ba)
+		err := r.Create(ctx, ba)
+		scope.accessVersion = ba.ResourceVersion
+		return err
 	}
 	if len(current.Spec.Buckets) != 1 || current.Spec.Buckets[0] != grant || current.Spec.SecretName != implicitAccessSecretName(sb) || !maps.Equal(current.Labels, sb.Labels) {
 		current.Labels = maps.Clone(sb.Labels)
 		current.Spec.Buckets = []bkv1.BucketGrant{grant}
 		current.Spec.SecretName = implicitAccessSecretName(sb)
-		return r.Update(ctx, current)
+		err := r.Update(ctx, current)
+		scope.accessVersion = current.ResourceVersion
+		return err
 	}
+	scope.accessVersion = current.ResourceVersion
 	return nil
 }

@@ -54,6 +54,7 @@ type StorageBucketReconciler struct {
 
 	synced syncMemo
 	purges purgeMemo
+	passes passMemo
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -70,6 +71,11 @@ type bucketScope struct {
 	// created: the bucket was created in this pass, whose creation event already
 	// tells the story; the configuration applied to it is not announced separately.
 	created bool
+	// secretVersion, accessVersion and appCredentialsVersion are the resourceVersions
+	// of the connection Secret, the implicit BucketAccess and the application
+	// credentials Secret as this pass left or read them ("" for none): what a later
+	// probe compares to know that nothing changed since (see probeOnly).
+	secretVersion, accessVersion, appCredentialsVersion string
 }
 
 // Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
@@ -81,6 +87,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		onWrite: r.OnStatusWrite,
 		gone: func(key types.NamespacedName) {
 			r.synced.forget(key)
+			r.passes.forget(key)
 			r.Prober.forget(key)
 		},
 		deleting:  r.reconcileDelete,
@@ -93,6 +100,7 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // reconcileSuspended stops probing the bucket and records the suspension.
 func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, _ *statusPatcher) (ctrl.Result, error) {
 	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+	r.passes.forget(client.ObjectKeyFromObject(sb))
 	r.Prober.forget(client.ObjectKeyFromObject(sb))
 	markSuspended(sb)
 	return ctrl.Result{}, nil
@@ -101,6 +109,9 @@ func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bk
 // reconcileNormal runs the sub-reconcilers in order; each needs what the one before
 // established. The summary conditions are computed from whatever they reached.
 func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
+	if result, done := r.probeOnly(ctx, sb, patcher); done {
+		return result, nil // nothing but the probe can have changed (storagebucket_probeonly.go)
+	}
 	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
 		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
 		// sets Ready, Reconciling and Stalled afresh.
@@ -139,6 +150,7 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
 	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
+	r.rememberPass(scope, patcher, failure)
 	if probeRequeue > 0 && (result.RequeueAfter == 0 || probeRequeue < result.RequeueAfter) {
 		result.RequeueAfter = probeRequeue
 	}

@@ -52,6 +52,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 			}
 			return err
 		}
+		scope.secretVersion = want.ResourceVersion
 	case err != nil:
 		return err
 	case !metav1.IsControlledBy(current, sb) && !leftByEarlierIncarnation(current, sb):
@@ -72,6 +73,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 				return err
 			}
 		}
+		scope.secretVersion = current.ResourceVersion
 	}
 	sb.Status.ConnectionSecretName = name
 	return r.deleteStaleConnectionSecrets(ctx, sb, name)
@@ -152,6 +154,7 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	if err != nil {
 		return nil, err
 	}
+	scope.appCredentialsVersion = app.ResourceVersion
 	id, secret := app.Data[bkv1.CredentialsKeyAccessKeyID], app.Data[bkv1.CredentialsKeySecretAccessKey]
 	if len(id) == 0 || len(secret) == 0 {
 		return nil, terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
