@@ -12,3 +12,9 @@ import (
 func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBucket)) error {
 	return patchMetadata(ctx, c, sb, mutate)
 }
+
+// ConnectionDataDigest and CachedDataDigest expose the cache's digest of a connection
+// Secret's data to the black-box tests.
+var ConnectionDataDigest = connectionDataDigest
+
+const CachedDataDigest = cachedDataDigest

@@ -65,8 +65,15 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 				return err
 			}
 		}
+		// The cache keeps connection Secrets without their data, with its digest
+		// instead (TransformSecret); a copy read past the cache has the data itself.
+		digest, cached := current.Annotations[cachedDataDigest]
+		if !cached {
+			digest = connectionDataDigest(current.Data)
+		}
+		delete(current.Annotations, cachedDataDigest) // never written to the server
 		current.Data = data
-		if !maps.EqualFunc(before.Data, current.Data, func(a, b []byte) bool { return string(a) == string(b) }) ||
+		if digest != connectionDataDigest(data) ||
 			!maps.Equal(before.Labels, current.Labels) || len(before.OwnerReferences) != len(current.OwnerReferences) || !metav1.IsControlledBy(before, sb) {
 			if err := r.Update(ctx, current); err != nil {
 				return err
