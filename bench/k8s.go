@@ -2,12 +2,16 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -243,4 +247,88 @@ func (e *env) deleteBuckets(ns string) error {
 		err := e.k8s.List(e.ctx, list, client.InNamespace(ns))
 		return err == nil && len(list.Items) == 0, err
 	})
+}
+
+// beyondFloor is, per verb and resource, how many more requests per bucket ours made
+// than the floor (negative: fewer). The floor's discovery requests are its client's
+// start-up, not per-bucket work.
+func beyondFloor(ours, floor map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range ours {
+		out[k] += v
+	}
+	for k, v := range floor {
+		if k != "GET discovery" {
+			out[k] -= v
+		}
+	}
+	for k, v := range out {
+		if per := v / float64(n); math.Abs(per) < 0.005 {
+			delete(out, k)
+		} else {
+			out[k] = math.Round(per*100) / 100
+		}
+	}
+	return out
+}
+
+func describeBeyond(m map[string]float64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %+.2f", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describePerBucket(m map[string]float64, n int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, m[k]/float64(n)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventReasons counts the Events recorded in a namespace by reason (the recorder sends
+// them asynchronously: counted once their number stops changing).
+func (e *env) eventReasons(ns string) (map[string]float64, error) {
+	count := func() (map[string]float64, float64, error) {
+		list := &eventsv1.EventList{}
+		if err := e.k8s.List(e.ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, 0, err
+		}
+		out, total := map[string]float64{}, 0.0
+		for _, ev := range list.Items {
+			n := 1.0
+			if ev.Series != nil {
+				n = float64(ev.Series.Count)
+			}
+			out[ev.Reason] += n
+			total += n
+		}
+		return out, total, nil
+	}
+	last, stable := -1.0, 0
+	var out map[string]float64
+	err := waitFor(e.ctx, time.Minute, "Events of "+ns+" to settle", func() (bool, error) {
+		got, total, err := count()
+		if err != nil {
+			return false, err
+		}
+		if total == last {
+			stable++
+		} else {
+			stable = 0
+		}
+		out, last = got, total
+		return stable >= 8, nil // unchanged for two seconds
+	})
+	return out, err
 }
