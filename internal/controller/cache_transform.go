@@ -2,7 +2,7 @@ package controller
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base32"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +12,12 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// cachedDataDigest is where the cached copy of a connection Secret carries the digest
-// of the data the cache dropped (see TransformSecret). It exists only in the cache: it
-// is computed from the data the API server sent, so nothing written on the server can
-// forge it, and it is removed before a cached copy is written back.
+// cachedDataDigest is the label under which the cached copy of a connection Secret
+// carries the digest of the data the cache dropped (see TransformSecret). It exists only
+// in the cache: it is computed from the data the API server sent, so nothing written on
+// the server can forge it, and it is removed before a cached copy is written back. A
+// label rather than an annotation because every connection Secret has labels already:
+// no second map per Secret.
 const cachedDataDigest = "bucketkeeper.io/cached-data-sha256"
 
 // lastAppliedAnnotation is kubectl's copy of the whole object as last applied: often
@@ -50,16 +52,17 @@ func TransformSecret() toolscache.TransformFunc {
 		}
 		s.ManagedFields = nil
 		if s.Labels[bkv1.LabelSecretRole] == bkv1.SecretRoleConnection {
-			if s.Annotations == nil {
-				s.Annotations = map[string]string{}
-			}
-			s.Annotations[cachedDataDigest] = connectionDataDigest(s.Data)
+			s.Labels[cachedDataDigest] = connectionDataDigest(s.Data)
 			delete(s.Annotations, lastAppliedAnnotation)
 			s.Data, s.StringData = nil, nil
 		}
 		return s, nil
 	}
 }
+
+// digestEncoding writes a SHA-256 in 52 lower-case letters and digits: a valid label
+// value, should a copy with it ever reach the server (writes remove it).
+var digestEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // connectionDataDigest is a SHA-256 over the keys and values in key order, each
 // length-prefixed so that no two different maps hash alike.
@@ -83,5 +86,5 @@ func connectionDataDigest(data map[string][]byte) string {
 		write([]byte(k))
 		write(data[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return digestEncoding.EncodeToString(h.Sum(nil))
 }

@@ -102,8 +102,8 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 
 // TestTamperedConnectionSecretIsRestored: the cache keeps connection Secrets as metadata
 // and a digest of their data. A change of the data on the server, even one that also
-// writes a "digest" annotation of the original data, is seen and undone, and the
-// annotation, which belongs to the cache alone, never stays on the server.
+// writes a "digest" label of the original data, is seen and undone, and the label,
+// which belongs to the cache alone, never stays on the server.
 func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 	f := newFixture(t, seaweed)
 	sb := f.bucket("tampered")
@@ -114,7 +114,7 @@ func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 	original := maps.Clone(secret.Data)
 
 	secret.Data[bkv1.SecretKeyBucketName] = []byte("someone-elses-bucket")
-	secret.Annotations = map[string]string{controller.CachedDataDigest: controller.ConnectionDataDigest(original)}
+	secret.Labels[controller.CachedDataDigest] = controller.ConnectionDataDigest(original)
 	must(t, k8s.Update(f.ctx, secret))
 	f.eventually(30*time.Second, "the connection Secret restored", func() error {
 		got := &corev1.Secret{}
@@ -124,8 +124,8 @@ func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 		if !maps.EqualFunc(got.Data, original, bytes.Equal) {
 			return errf("%s = %q", bkv1.SecretKeyBucketName, got.Data[bkv1.SecretKeyBucketName])
 		}
-		if _, ok := got.Annotations[controller.CachedDataDigest]; ok {
-			return errf("the cache's digest annotation is on the server: %v", got.Annotations)
+		if _, ok := got.Labels[controller.CachedDataDigest]; ok {
+			return errf("the cache's digest label is on the server: %v", got.Labels)
 		}
 		return nil
 	})

@@ -57,6 +57,13 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 	case !metav1.IsControlledBy(current, sb) && !leftByEarlierIncarnation(current, sb):
 		return terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q is controlled by another object; set spec.connectionSecret.name to another name", name)
 	default:
+		// The cache keeps connection Secrets without their data, with its digest
+		// instead (TransformSecret); a copy read past the cache has the data itself.
+		digest, cached := current.Labels[cachedDataDigest]
+		if !cached {
+			digest = connectionDataDigest(current.Data)
+		}
+		delete(current.Labels, cachedDataDigest) // never written to the server
 		before := current.DeepCopy()
 		setConnectionMeta(current, sb)
 		if !metav1.IsControlledBy(current, sb) {
@@ -65,13 +72,6 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 				return err
 			}
 		}
-		// The cache keeps connection Secrets without their data, with its digest
-		// instead (TransformSecret); a copy read past the cache has the data itself.
-		digest, cached := current.Annotations[cachedDataDigest]
-		if !cached {
-			digest = connectionDataDigest(current.Data)
-		}
-		delete(current.Annotations, cachedDataDigest) // never written to the server
 		current.Data = data
 		if digest != connectionDataDigest(data) ||
 			!maps.Equal(before.Labels, current.Labels) || len(before.OwnerReferences) != len(current.OwnerReferences) || !metav1.IsControlledBy(before, sb) {
