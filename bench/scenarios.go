@@ -36,6 +36,10 @@ func (e *env) converge() error {
 	api := e.apiStart()
 	cpu0 := m.cpuSeconds()
 	start := time.Now()
+	// Where the CPU goes while the buckets converge:
+	// `go tool pprof -top bench/results/converge-cpu.pb.gz`.
+	profiled := make(chan error, 1)
+	go func() { profiled <- m.saveCPUProfile(filepath.Join(e.results, "converge-cpu.pb.gz"), 15*time.Second) }()
 	if err := e.createBuckets(ns, ns, e.n, 5*time.Minute); err != nil {
 		return err
 	}
@@ -43,6 +47,9 @@ func (e *env) converge() error {
 		return err
 	}
 	elapsed := time.Since(start)
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
 	// The recorder sends Events after the status writes they announce: counted once
 	// they have all arrived, and the requests with them.
 	events, err := e.eventReasons(ns)
@@ -68,7 +75,7 @@ func (e *env) converge() error {
 		"n": e.n, "seconds": elapsed.Seconds(), "floorSeconds": floor.Seconds, "ratio": ratio,
 		"apiRequests": apiReqs, "apiRequestsTotal": apiTotal, "floorApiRequests": floor.API, "floorApiRequestsTotal": floor.APITotal,
 		"s3Requests": diff(e.s3Ops(after), e.s3Ops(before)), "floorS3Requests": floor.S3,
-		"managerCPUSeconds": cpu, "managerRSSBytes": rss, "managerPeakRSSBytes": peak,
+		"managerCPUSeconds": cpu, "floorCPUSeconds": floor.CPUSeconds, "managerRSSBytes": rss, "managerPeakRSSBytes": peak,
 		"eventsByReason": events, "apiRequestsPerBucketBeyondFloor": beyondFloor(apiReqs, floor.API, e.n),
 	}
 	e.note("converge", "time to all Ready / floor", fmt.Sprintf("%.1fs / %.1fs = %.2f×", elapsed.Seconds(), floor.Seconds, ratio), "≤ 1.3×")
@@ -76,6 +83,7 @@ func (e *env) converge() error {
 	e.note("converge", "API requests per bucket beyond the floor", describeBeyond(beyondFloor(apiReqs, floor.API, e.n)), "")
 	e.note("converge", "Events per bucket by reason", describePerBucket(events, e.n), "")
 	e.note("converge", "manager CPU, peak RSS", fmt.Sprintf("%.1f CPU-s, %.0f MiB", cpu, peak/(1<<20)), "")
+	e.note("converge", "CPU-s ours (manager) / floor (its loop)", fmt.Sprintf("%.1f / %.1f", cpu, floor.CPUSeconds), "")
 	return e.writeResult("converge", res)
 }
 
