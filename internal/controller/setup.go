@@ -27,28 +27,34 @@ const (
 	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
 	IndexStorageBucketStore = "spec.objectStoreRef.name"
 	// IndexStorageBucketBucketName indexes StorageBuckets by status.bucketName, to map
-	// S3 event notifications (which name buckets) to objects.
+	// S3 event notifications (which name buckets) to objects; only with the probe
+	// webhook (see SetupIndexes).
 	IndexStorageBucketBucketName = "status.bucketName"
 	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
 	// Secret they reference (operator and application credentials).
 	IndexObjectStoreSecret = "spec.secretRefs"
 )
 
-// SetupIndexes registers the field indexes both controllers rely on.
-func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+// SetupIndexes registers the field indexes both controllers rely on, and with
+// byBucketName the status.bucketName index the probe webhook (ProbeRequester) needs.
+// That one holds a set of its own per bucket, twice (per namespace and cluster-wide),
+// about 1 KiB a bucket: without the webhook it is not built.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
 		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
-		if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
-			return []string{name}
+	if byBucketName {
+		if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
+			if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
+				return []string{name}
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	return idx.IndexField(ctx, &bkv1.ObjectStore{}, IndexObjectStoreSecret, func(o client.Object) []string {
 		var refs []string

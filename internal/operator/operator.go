@@ -61,7 +61,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.SetupIndexes(context.Background(), mgr); err != nil {
+	if err := controller.SetupIndexes(context.Background(), mgr, opts.ReceiverBindAddress != ""); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	if err := controller.SetupBucketAccessIndexes(context.Background(), mgr); err != nil {
