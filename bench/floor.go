@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,10 +19,13 @@ import (
 )
 
 type floorResult struct {
-	Seconds  float64
-	API      map[string]float64
-	APITotal float64
-	S3       map[string]float64
+	Seconds float64
+	// CPUSeconds is the harness process's CPU time while the floor ran: the floor's
+	// loop, its clients and nothing else of note.
+	CPUSeconds float64
+	API        map[string]float64
+	APITotal   float64
+	S3         map[string]float64
 }
 
 // floor is the least any operator could do for N buckets: a plain loop making, per
@@ -53,6 +57,7 @@ func (e *env) floor(n int) (*floorResult, error) {
 	work := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
+	cpu0 := processCPUSeconds()
 	start := time.Now()
 	for range concurrency {
 		wg.Add(1)
@@ -71,6 +76,7 @@ func (e *env) floor(n int) (*floorResult, error) {
 	close(work)
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPUSeconds() - cpu0
 	close(errs)
 	if err := <-errs; err != nil {
 		return nil, err
@@ -80,7 +86,7 @@ func (e *env) floor(n int) (*floorResult, error) {
 	for _, v := range api {
 		total += v
 	}
-	return &floorResult{Seconds: elapsed.Seconds(), API: api, APITotal: total, S3: s3Counts}, nil
+	return &floorResult{Seconds: elapsed.Seconds(), CPUSeconds: cpu, API: api, APITotal: total, S3: s3Counts}, nil
 }
 
 func (e *env) floorOne(k8s client.Client, c s3.Client, ns string, i int) error {
@@ -132,4 +138,13 @@ func (e *env) floorOne(k8s client.Client, c s3.Client, ns string, i int) error {
 	sb.Status.BucketName = bucket
 	apimeta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: bkv1.ConditionReady, Status: metav1.ConditionTrue, Reason: bkv1.ReasonReady, Message: "floor", ObservedGeneration: sb.Generation})
 	return k8s.Status().Patch(ctx, sb, statusPatch)
+}
+
+// processCPUSeconds is this process's user+system CPU time so far.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,26 +216,59 @@ func (e *env) createRange(ns, label string, from, to int, interval time.Duration
 	}
 }
 
-// countTrue lists the namespace and counts buckets whose condition typ is True.
-func (e *env) countTrue(ns, typ string) (int, *bkv1.StorageBucketList, error) {
-	list := &bkv1.StorageBucketList{}
-	if err := e.k8s.List(e.ctx, list, client.InNamespace(ns)); err != nil {
-		return 0, nil, err
-	}
-	n := 0
-	for _, sb := range list.Items {
-		if apimeta.IsStatusConditionTrue(sb.Status.Conditions, typ) && sb.Status.ObservedGeneration == sb.Generation {
-			n++
-		}
-	}
-	return n, list, nil
-}
-
+// waitAll waits until n StorageBuckets of ns have typ=True for their generation. It
+// lists once and then follows a watch: listing thousands of objects every 250 ms would
+// cost the API server, on the same two cores as the manager, more than the manager's
+// own work, and slow down what is being measured (the floor is timed by its own loop).
 func (e *env) waitAll(ns, typ string, n int, timeout time.Duration) error {
-	return waitFor(e.ctx, timeout, fmt.Sprintf("%d StorageBuckets %s", n, typ), func() (bool, error) {
-		got, _, err := e.countTrue(ns, typ)
-		return got >= n, err
-	})
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	isTrue := func(sb *bkv1.StorageBucket) bool {
+		return apimeta.IsStatusConditionTrue(sb.Status.Conditions, typ) && sb.Status.ObservedGeneration == sb.Generation
+	}
+	var lastErr error
+	for ctx.Err() == nil {
+		list := &bkv1.StorageBucketList{}
+		if lastErr = e.k8s.List(ctx, list, client.InNamespace(ns)); lastErr != nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		ready, count := map[string]bool{}, 0
+		set := func(name string, ok bool) {
+			if ready[name] != ok {
+				if ok {
+					count++
+				} else {
+					count--
+				}
+			}
+			ready[name] = ok
+		}
+		for i := range list.Items {
+			set(list.Items[i].Name, isTrue(&list.Items[i]))
+		}
+		if count >= n {
+			return nil
+		}
+		w, err := e.watcher.Watch(ctx, &bkv1.StorageBucketList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if lastErr = err; err != nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			sb, ok := ev.Object.(*bkv1.StorageBucket)
+			if !ok {
+				break // an error event (e.g. too old a resourceVersion): list again
+			}
+			set(sb.Name, ev.Type != watch.Deleted && isTrue(sb))
+			if count >= n {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+	}
+	return fmt.Errorf("timed out after %s waiting for %d StorageBuckets %s (last error: %v)", timeout, n, typ, lastErr)
 }
 
 // deleteNamespaceBuckets removes a scenario's StorageBuckets (Retain: buckets stay)
@@ -243,4 +282,88 @@ func (e *env) deleteBuckets(ns string) error {
 		err := e.k8s.List(e.ctx, list, client.InNamespace(ns))
 		return err == nil && len(list.Items) == 0, err
 	})
+}
+
+// beyondFloor is, per verb and resource, how many more requests per bucket ours made
+// than the floor (negative: fewer). The floor's discovery requests are its client's
+// start-up, not per-bucket work.
+func beyondFloor(ours, floor map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range ours {
+		out[k] += v
+	}
+	for k, v := range floor {
+		if k != "GET discovery" {
+			out[k] -= v
+		}
+	}
+	for k, v := range out {
+		if per := v / float64(n); math.Abs(per) < 0.005 {
+			delete(out, k)
+		} else {
+			out[k] = math.Round(per*100) / 100
+		}
+	}
+	return out
+}
+
+func describeBeyond(m map[string]float64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %+.2f", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describePerBucket(m map[string]float64, n int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, m[k]/float64(n)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventReasons counts the Events recorded in a namespace by reason (the recorder sends
+// them asynchronously: counted once their number stops changing).
+func (e *env) eventReasons(ns string) (map[string]float64, error) {
+	count := func() (map[string]float64, float64, error) {
+		list := &eventsv1.EventList{}
+		if err := e.k8s.List(e.ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, 0, err
+		}
+		out, total := map[string]float64{}, 0.0
+		for _, ev := range list.Items {
+			n := 1.0
+			if ev.Series != nil {
+				n = float64(ev.Series.Count)
+			}
+			out[ev.Reason] += n
+			total += n
+		}
+		return out, total, nil
+	}
+	last, stable := -1.0, 0
+	var out map[string]float64
+	err := waitFor(e.ctx, time.Minute, "Events of "+ns+" to settle", func() (bool, error) {
+		got, total, err := count()
+		if err != nil {
+			return false, err
+		}
+		if total == last {
+			stable++
+		} else {
+			stable = 0
+		}
+		out, last = got, total
+		return stable >= 8, nil // unchanged for two seconds
+	})
+	return out, err
 }

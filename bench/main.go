@@ -46,7 +46,8 @@ type env struct {
 	kubeconfig string
 	cfg        *rest.Config
 	k8s        client.Client
-	harness    *requestCounter // the harness's own API requests, to subtract
+	watcher    client.WithWatch // the same counted client, for watches
+	harness    *requestCounter  // the harness's own API requests, to subtract
 	s3         *testenv.S3Server
 	cp         *testenv.ControlPlane
 	summary    []summaryLine
@@ -151,9 +152,10 @@ func (e *env) connect() error {
 	counted := rest.CopyConfig(e.cfg)
 	counted.Wrap(e.harness.wrap)
 	var err error
-	if e.k8s, err = client.New(counted, client.Options{Scheme: operator.Scheme()}); err != nil {
+	if e.watcher, err = client.NewWithWatch(counted, client.Options{Scheme: operator.Scheme()}); err != nil {
 		return err
 	}
+	e.k8s = e.watcher
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: e.cfg.Host, CertificateAuthorityData: e.cfg.CAData}
 	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.cfg.CertData, ClientKeyData: e.cfg.KeyData, Token: e.cfg.BearerToken}

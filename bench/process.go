@@ -38,6 +38,12 @@ func (m *manager) collect() {
 	time.Sleep(2 * time.Second)
 }
 
+// The chart's default Go runtime tuning (charts/bucketkeeper/values.yaml, goRuntime).
+const (
+	chartGOGC       = "50"
+	chartGOMEMLIMIT = "460MiB"
+)
+
 func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager, error) {
 	addr, err := testenv.FreeAddr()
 	if err != nil {
@@ -55,8 +61,10 @@ func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager,
 		"--kube-api-qps", strconv.Itoa(kubeQPS), "--kube-api-burst", strconv.Itoa(2 * kubeQPS),
 		"--zap-log-level", "error", "--pprof-bind-address", pprofAddr,
 	}, extra...)
-	// Its own process group, killed with us whatever happens to the harness.
-	proc, err := testenv.StartProcess(bin, args, nil, "", logPath)
+	// Its own process group, killed with us whatever happens to the harness. The Go
+	// runtime is tuned as the chart's defaults tune it (values.yaml, goRuntime).
+	env := append(os.Environ(), "GOGC="+chartGOGC, "GOMEMLIMIT="+chartGOMEMLIMIT)
+	proc, err := testenv.StartProcess(bin, args, env, "", logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +87,23 @@ func (m *manager) stop() {
 	}
 }
 
+// saveCPUProfile profiles the manager's CPU for d and writes the profile to path, for
+// `go tool pprof`; it blocks for d.
+func (m *manager) saveCPUProfile(path string, d time.Duration) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.pprofAddr, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
 // saveHeapProfile writes the manager's heap profile to path, for `go tool pprof`.
 func (m *manager) saveHeapProfile(path string) error {
 	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/heap")
@@ -93,6 +118,19 @@ func (m *manager) saveHeapProfile(path string) error {
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
 	return err
+}
+
+// liveHeap is the heap the last collection found reachable (runtime/metrics
+// /gc/heap/live:bytes, exported by the manager's Go collector).
+func (m *manager) liveHeap() (float64, error) {
+	f, err := m.scrape()
+	if err != nil {
+		return 0, err
+	}
+	if f["go_gc_heap_live_bytes"] == nil {
+		return 0, fmt.Errorf("the manager exports no go_gc_heap_live_bytes")
+	}
+	return f.sum("go_gc_heap_live_bytes", nil), nil
 }
 
 // cpuSeconds is the process's user+system CPU time so far.

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bytes"
 	"encoding/pem"
+	"maps"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -93,6 +95,37 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 		}
 		if _, ok := s.Data[bkv1.SecretKeyCABundle]; ok {
 			return errf("still has %s", bkv1.SecretKeyCABundle)
+		}
+		return nil
+	})
+}
+
+// TestTamperedConnectionSecretIsRestored: the cache keeps connection Secrets as metadata
+// and a digest of their data. A change of the data on the server, even one that also
+// writes a "digest" label of the original data, is seen and undone, and the label,
+// which belongs to the cache alone, never stays on the server.
+func TestTamperedConnectionSecretIsRestored(t *testing.T) {
+	f := newFixture(t, seaweed)
+	sb := f.bucket("tampered")
+	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	key := types.NamespacedName{Namespace: f.ns, Name: sb.Name + "-bucket"}
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, key, secret))
+	original := maps.Clone(secret.Data)
+
+	secret.Data[bkv1.SecretKeyBucketName] = []byte("someone-elses-bucket")
+	secret.Labels[controller.CachedDataDigest] = controller.ConnectionDataDigest(original)
+	must(t, k8s.Update(f.ctx, secret))
+	f.eventually(30*time.Second, "the connection Secret restored", func() error {
+		got := &corev1.Secret{}
+		if err := k8s.Get(f.ctx, key, got); err != nil {
+			return err
+		}
+		if !maps.EqualFunc(got.Data, original, bytes.Equal) {
+			return errf("%s = %q", bkv1.SecretKeyBucketName, got.Data[bkv1.SecretKeyBucketName])
+		}
+		if _, ok := got.Labels[controller.CachedDataDigest]; ok {
+			return errf("the cache's digest label is on the server: %v", got.Labels)
 		}
 		return nil
 	})

@@ -15,3 +15,9 @@ func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.S
 
 // MinCheckGap exposes the shortest gap between two health checks of one store.
 const MinCheckGap = minCheckGap
+
+// ConnectionDataDigest and CachedDataDigest expose the cache's digest of a connection
+// Secret's data to the black-box tests.
+var ConnectionDataDigest = connectionDataDigest
+
+const CachedDataDigest = cachedDataDigest

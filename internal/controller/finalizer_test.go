@@ -1,16 +1,20 @@
 package controller_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 )
 
 const otherFinalizer = "example.com/backup-protection"
@@ -64,4 +68,31 @@ func TestFinalizerPatchKeepsOtherFinalizers(t *testing.T) {
 	if got := sets.New(f.get(raced).Finalizers...); !got.Equal(sets.New(otherFinalizer, bkv1.Finalizer)) {
 		t.Fatalf("after the retry finalizers = %v, want both", sets.List(got))
 	}
+}
+
+// TestRemovedFinalizerComesBack: the operator is not woken by its own finalizer's
+// addition, but is by its removal: a finalizer taken off a provisioned bucket is put
+// back, or deleting the claim would skip the deletion policy. The manager here resyncs
+// and probes hourly, so only the removal's own event can bring it back within the test.
+func TestRemovedFinalizerComesBack(t *testing.T) {
+	f := newFixture(t, seaweed)
+	ctx, stop := context.WithCancel(f.ctx)
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, SyncInterval: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { stop(); <-done })
+	sb := f.bucket("unguarded", func(sb *bkv1.StorageBucket) {
+		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Spec.Probe = bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Hour}}
+	})
+	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	cur := f.get(sb)
+	before := cur.DeepCopy()
+	controllerutil.RemoveFinalizer(cur, bkv1.Finalizer)
+	must(t, k8s.Patch(f.ctx, cur, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	f.eventually(30*time.Second, "the finalizer back", func() error {
+		if got := f.get(sb).Finalizers; !slices.Contains(got, bkv1.Finalizer) {
+			return errf("finalizers %v", got)
+		}
+		return nil
+	})
 }

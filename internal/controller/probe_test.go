@@ -42,8 +42,18 @@ func TestProbeReportsAvailability(t *testing.T) {
 	if got.Status.Available == nil || !*got.Status.Available || got.Status.LastProbeTime == nil || got.Status.LastProbeLatency == nil {
 		t.Fatalf("probe status: available=%v lastProbeTime=%v latency=%v", got.Status.Available, got.Status.LastProbeTime, got.Status.LastProbeLatency)
 	}
-	if ev := f.eventReasons(got); ev[bkv1.ReasonProbeSucceeded] != 1 {
-		t.Errorf("want one ProbeSucceeded event for the transition, got %v", ev)
+	// The first verdict of a new bucket is good news its BucketCreated event already
+	// told. A ProbeSucceeded event would be recorded in the same pass, right after it;
+	// each Event is sent on its own, so by the time BucketCreated is listed such an
+	// Event would almost always be listed too.
+	f.eventually(10*time.Second, "the BucketCreated event", func() error {
+		if ev := f.eventReasons(got); ev[bkv1.ReasonBucketCreated] != 1 {
+			return errf("events %v", ev)
+		}
+		return nil
+	})
+	if ev := f.eventReasons(got); ev[bkv1.ReasonProbeSucceeded] != 0 {
+		t.Errorf("want no ProbeSucceeded event for the first verdict, got %v", ev)
 	}
 
 	// kubectl's table: the printer columns carry real values.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,21 +56,41 @@ func runReconcile[T client.Object](ctx context.Context, c client.Client, req ctr
 	patcher := newStatusPatcher(c, obj, l.status, onWrite)
 	defer func() {
 		if err := patcher.patch(ctx); err != nil && retErr == nil {
-			retErr = err
+			result, retErr = retryConflict(err)
 		}
 	}()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return l.deleting(ctx, obj, patcher)
 	}
-	// Add the finalizer first and return: the update event brings us back, and from
-	// then on nothing can exist outside the cluster without the finalizer that cleans
-	// it up.
+	// Add the finalizer before anything else: from then on nothing can exist outside the
+	// cluster without the finalizer that cleans it up. The patch returns the new
+	// resourceVersion, so this pass goes on at once rather than waiting for the watch
+	// to bring the object back (specOrLifecycleChanged does not wake us for our own
+	// finalizer). A conflict (a stale cached copy) is retried soon, not with backoff.
 	if !controllerutil.ContainsFinalizer(obj, bkv1.Finalizer) {
-		return ctrl.Result{}, patchMetadata(ctx, c, obj, func(o T) { controllerutil.AddFinalizer(o, bkv1.Finalizer) })
+		if err := patchMetadata(ctx, c, obj, func(o T) { controllerutil.AddFinalizer(o, bkv1.Finalizer) }); err != nil {
+			return retryConflict(err)
+		}
 	}
 	if l.suspended != nil && l.suspended(obj) {
 		return l.suspend(ctx, obj, patcher)
 	}
 	return l.normal(ctx, obj, patcher)
+}
+
+// conflictRetryDelay is how soon a write refused for a stale resourceVersion is retried.
+// A conflict means the cache had not yet caught up with a write (usually our own, a few
+// milliseconds earlier), not that anything failed: it needs the watch to deliver, not
+// the 1s-to-5m backoff of a failing bucket.
+const conflictRetryDelay = 200 * time.Millisecond
+
+// retryConflict turns a conflict into a prompt requeue that bypasses the rate limiter
+// (a RequeueAfter also resets the object's backoff); any other error is returned as is
+// and backs off.
+func retryConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
+	}
+	return ctrl.Result{}, err
 }

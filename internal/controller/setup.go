@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -26,28 +27,34 @@ const (
 	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
 	IndexStorageBucketStore = "spec.objectStoreRef.name"
 	// IndexStorageBucketBucketName indexes StorageBuckets by status.bucketName, to map
-	// S3 event notifications (which name buckets) to objects.
+	// S3 event notifications (which name buckets) to objects; only with the probe
+	// webhook (see SetupIndexes).
 	IndexStorageBucketBucketName = "status.bucketName"
 	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
 	// Secret they reference (operator and application credentials).
 	IndexObjectStoreSecret = "spec.secretRefs"
 )
 
-// SetupIndexes registers the field indexes both controllers rely on.
-func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+// SetupIndexes registers the field indexes both controllers rely on, and with
+// byBucketName the status.bucketName index the probe webhook (ProbeRequester) needs.
+// That one holds a set of its own per bucket, twice (per namespace and cluster-wide),
+// about 1 KiB a bucket: without the webhook it is not built.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
 		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
-		if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
-			return []string{name}
+	if byBucketName {
+		if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
+			if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
+				return []string{name}
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	return idx.IndexField(ctx, &bkv1.ObjectStore{}, IndexObjectStoreSecret, func(o client.Object) []string {
 		var refs []string
@@ -73,7 +80,7 @@ func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.StorageBucket{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt, bkv1.AnnotationDeletionPolicy))).
-		Owns(&corev1.Secret{}).
+		Owns(&corev1.Secret{}, builder.WithPredicates(notCreated())).
 		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(credentialsSecret())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
@@ -99,13 +106,17 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// specOrLifecycleChanged passes creations, deletions, spec changes, finalizer changes
-// and changes of the named annotations, but not status writes: our own status patch must
-// not wake the object again.
+// specOrLifecycleChanged passes creations, deletions, spec changes, the loss of our
+// finalizer and changes of the named annotations, but not status writes nor our own
+// finalizer's addition: the reconcile that added it went on without waiting (see
+// runReconcile), and being woken by its own writes would only send a second pass to a
+// cache that may not have caught up with them. Other controllers' finalizers are none of
+// our business.
 func specOrLifecycleChanged(annotations ...string) predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
-		if o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) || len(o.GetFinalizers()) != len(n.GetFinalizers()) {
+		lostFinalizer := controllerutil.ContainsFinalizer(o, bkv1.Finalizer) && !controllerutil.ContainsFinalizer(n, bkv1.Finalizer)
+		if o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) || lostFinalizer {
 			return true
 		}
 		for _, a := range annotations {
@@ -115,6 +126,16 @@ func specOrLifecycleChanged(annotations ...string) predicate.Predicate {
 		}
 		return false
 	}}
+}
+
+// notCreated passes changes and deletions of the connection Secrets, which must be
+// repaired, but not their creation: that is our own write in the pass that provisions
+// the bucket, and a second pass woken by it would mostly find a cache that has the new
+// Secret but not yet the status written right after it, and redo the whole sync only to
+// fail that status write with a conflict. At start-up every StorageBucket is enqueued by
+// its own creation event anyway.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // storeVerdictChanged passes store updates that can change a bucket's verdict: a new

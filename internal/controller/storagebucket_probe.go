@@ -341,6 +341,11 @@ func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.S
 	p := r.Prober
 	prev := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable)
 	changed := prev == nil || prev.Status != res.status || prev.Reason != res.reason
+	// A bucket's first verdict is announced only when it is bad news: a first probe that
+	// succeeds confirms what the creation (or binding) event already told, and a second
+	// Event per new bucket would be a fifth of the API requests of provisioning it.
+	// Never probed: only NotProbed or StoreUnreachable (no probe sent) came before.
+	firstVerdict := sb.Status.LastProbeTime == nil
 
 	failures := sb.Status.ConsecutiveProbeFailures
 	var available *bool
@@ -360,7 +365,7 @@ func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.S
 	if p.Available != nil {
 		p.Available(client.ObjectKeyFromObject(sb), available, false)
 	}
-	if changed && (prev == nil || prev.Reason != bkv1.ReasonNotProbed || res.status != metav1.ConditionUnknown) {
+	if changed && (!firstVerdict || res.status == metav1.ConditionFalse) {
 		eventType := corev1.EventTypeNormal
 		if res.status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning

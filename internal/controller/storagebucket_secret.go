@@ -58,6 +58,13 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 	case !metav1.IsControlledBy(current, sb) && !leftByEarlierIncarnation(current, sb):
 		return terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q is controlled by another object; set spec.connectionSecret.name to another name", name)
 	default:
+		// The cache keeps connection Secrets without their data, with its digest
+		// instead (TransformSecret); a copy read past the cache has the data itself.
+		digest, cached := current.Labels[cachedDataDigest]
+		if !cached {
+			digest = connectionDataDigest(current.Data)
+		}
+		delete(current.Labels, cachedDataDigest) // never written to the server
 		before := current.DeepCopy()
 		setConnectionMeta(current, sb)
 		if !metav1.IsControlledBy(current, sb) {
@@ -67,7 +74,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 			}
 		}
 		current.Data = data
-		if !maps.EqualFunc(before.Data, current.Data, func(a, b []byte) bool { return string(a) == string(b) }) ||
+		if digest != connectionDataDigest(data) ||
 			!maps.Equal(before.Labels, current.Labels) || len(before.OwnerReferences) != len(current.OwnerReferences) || !metav1.IsControlledBy(before, sb) {
 			if err := r.Update(ctx, current); err != nil {
 				return err

@@ -83,12 +83,27 @@ func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return l.Inner.Reconcile(ctx, req)
 	}
 	store := sb.Spec.ObjectStoreRef.Name
-	release, ok := l.Stores.slots.tryAcquire(store, l.Stores.MaxReconcilesPerStore)
+	limit := l.Stores.reconcileCap()
+	release, ok := l.Stores.slots.tryAcquire(store, limit)
 	if !ok {
 		log.FromContext(ctx).V(1).Info("all reconcile slots of the store are taken; trying again later",
-			"store", store, "slots", l.Stores.MaxReconcilesPerStore)
+			"store", store, "slots", limit)
 		return ctrl.Result{RequeueAfter: storeBusyDelay + rand.N(storeBusyDelay/2)}, nil
 	}
 	defer release()
 	return l.Inner.Reconcile(ctx, req)
+}
+
+// reconcileCap is the slot limit in force: MaxReconcilesPerStore while the operator
+// serves more than one store, none while it serves one. The cap keeps workers for the
+// other stores' buckets; with no other store it would only idle a quarter of the
+// workers, and turn every bucket a spare worker picks up away for storeBusyDelay, which
+// slows a mass creation on the one store down for nothing.
+func (r *StoreRegistry) reconcileCap() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.clients) <= 1 {
+		return 0
+	}
+	return r.MaxReconcilesPerStore
 }

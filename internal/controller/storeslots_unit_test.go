@@ -34,3 +34,20 @@ func TestStoreSlots(t *testing.T) {
 		t.Fatal("limit 0 must mean no cap")
 	}
 }
+
+// TestReconcileCapNeedsAnotherStore: the per-store cap protects the other stores'
+// buckets, so it is in force only while there is another store to protect.
+func TestReconcileCapNeedsAnotherStore(t *testing.T) {
+	r := &StoreRegistry{MaxReconcilesPerStore: 3}
+	if got := r.reconcileCap(); got != 0 {
+		t.Fatalf("no store: cap %d, want none", got)
+	}
+	r.clients = map[string]*storeClients{"a": {}}
+	if got := r.reconcileCap(); got != 0 {
+		t.Fatalf("one store: cap %d, want none", got)
+	}
+	r.clients["b"] = &storeClients{}
+	if got := r.reconcileCap(); got != 3 {
+		t.Fatalf("two stores: cap %d, want 3", got)
+	}
+}

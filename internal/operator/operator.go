@@ -64,7 +64,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.SetupIndexes(context.Background(), mgr); err != nil {
+	if err := controller.SetupIndexes(context.Background(), mgr, opts.ReceiverBindAddress != ""); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	if err := controller.SetupBucketAccessIndexes(context.Background(), mgr); err != nil {
@@ -134,7 +134,9 @@ func cacheOptions(opts Options) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
-	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole)}
+	// Connection Secrets are cached as metadata and a digest of their data: one per
+	// bucket, and the data is only ever compared (see controller.TransformSecret).
+	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole), Transform: controller.TransformSecret()}
 	if opts.WatchNamespace != "" {
 		// Stores are cluster-scoped and name their credentials Secrets in any namespace
 		// (usually the platform team's, not the watched one): those are cached in every
@@ -146,13 +148,15 @@ func cacheOptions(opts Options) (cache.Options, error) {
 			cache.AllNamespaces: {LabelSelector: labels.SelectorFromSet(labels.Set{bkv1.LabelSecretRole: bkv1.SecretRoleCredentials})},
 		}
 	}
-	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets}
+	buckets := cache.ByObject{Transform: controller.TransformStorageBucket()}
+	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets, &bkv1.StorageBucket{}: buckets}
 	if opts.WatchLabelSelector != "" {
 		shard, err := labels.Parse(opts.WatchLabelSelector)
 		if err != nil {
 			return cache.Options{}, fmt.Errorf("invalid watch label selector %q: %w", opts.WatchLabelSelector, err)
 		}
-		byObject[&bkv1.StorageBucket{}] = cache.ByObject{Label: shard}
+		buckets.Label = shard
+		byObject[&bkv1.StorageBucket{}] = buckets
 		// A shard must not see the accesses of another shard's buckets: to it those
 		// buckets do not exist, so it would revoke keys the other shard issues.
 		byObject[&bkv1.BucketAccess{}] = cache.ByObject{Label: shard}

@@ -225,6 +225,7 @@ func TestPodSettingsAgree(t *testing.T) {
 	same("automountServiceAccountToken", kd.Spec.Template.Spec.AutomountServiceAccountToken, hd.Spec.Template.Spec.AutomountServiceAccountToken)
 	same("container securityContext", kc.SecurityContext, hc.SecurityContext)
 	same("resources", kc.Resources, hc.Resources)
+	same("env (Go runtime tuning)", kc.Env, hc.Env)
 	same("livenessProbe", kc.LivenessProbe, hc.LivenessProbe)
 	same("readinessProbe", kc.ReadinessProbe, hc.ReadinessProbe)
 	same("imagePullPolicy", kc.ImagePullPolicy, hc.ImagePullPolicy)
