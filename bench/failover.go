@@ -168,7 +168,7 @@ func (e *env) failover() error {
 	if leadAfter < 0 || probeAfter < 0 {
 		return fmt.Errorf("the standby did not take over within %s (leads: %v, probes: %v)", cfg.after, leadAfter >= 0, probeAfter >= 0)
 	}
-	available, _, err := e.countTrue(ns, bkv1.ConditionAvailable)
+	available, err := e.countTrue(ns, bkv1.ConditionAvailable)
 	if err != nil {
 		return err
 	}

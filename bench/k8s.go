@@ -216,6 +216,27 @@ func (e *env) createRange(ns, label string, from, to int, interval time.Duration
 	}
 }
 
+// conditionTrueForGeneration says whether sb has typ=True for its current generation.
+func conditionTrueForGeneration(sb *bkv1.StorageBucket, typ string) bool {
+	return apimeta.IsStatusConditionTrue(sb.Status.Conditions, typ) && sb.Status.ObservedGeneration == sb.Generation
+}
+
+// countTrue counts the StorageBuckets of ns with typ=True for their generation, in one
+// list (for a figure at the end of a scenario, not for waiting: see waitAll).
+func (e *env) countTrue(ns, typ string) (int, error) {
+	list := &bkv1.StorageBucketList{}
+	if err := e.k8s.List(e.ctx, list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		if conditionTrueForGeneration(&list.Items[i], typ) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // waitAll waits until n StorageBuckets of ns have typ=True for their generation. It
 // lists once and then follows a watch: listing thousands of objects every 250 ms would
 // cost the API server, on the same two cores as the manager, more than the manager's
@@ -223,9 +244,7 @@ func (e *env) createRange(ns, label string, from, to int, interval time.Duration
 func (e *env) waitAll(ns, typ string, n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(e.ctx, timeout)
 	defer cancel()
-	isTrue := func(sb *bkv1.StorageBucket) bool {
-		return apimeta.IsStatusConditionTrue(sb.Status.Conditions, typ) && sb.Status.ObservedGeneration == sb.Generation
-	}
+	isTrue := func(sb *bkv1.StorageBucket) bool { return conditionTrueForGeneration(sb, typ) }
 	var lastErr error
 	for ctx.Err() == nil {
 		list := &bkv1.StorageBucketList{}
