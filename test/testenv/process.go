@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -105,6 +106,12 @@ func (p *Process) Stop() error {
 // listeners are held until every port is picked so the kernel cannot hand the
 // same port out twice; another process can still take one before the peer binds
 // it, which callers handle by retrying with fresh ports.
+//
+// The ports come from below the kernel's ephemeral range (ip_local_port_range),
+// which outgoing connections draw their source ports from. A server that is
+// stopped and started again on its ports (an outage test) would otherwise find one
+// of them taken by any client connection opened meanwhile, and with several test
+// processes running side by side there are many.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
@@ -113,15 +120,39 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	low, high := quietPortRange()
+	for attempts := 0; len(ports) < n; attempts++ {
+		addr := "127.0.0.1:0"
+		if high > low && attempts < 50*n {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(low+rand.IntN(high-low)))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: try another
+			}
 			return nil, err
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// quietPortRange is [low, high): the ports from 10000 up to the start of the
+// ephemeral range, or an empty range when that leaves too few (then the kernel
+// picks, from the ephemeral range).
+func quietPortRange() (low, high int) {
+	const floor, enough = 10000, 2000
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	var ephemeralLow, ephemeralHigh int
+	if _, err := fmt.Sscan(string(b), &ephemeralLow, &ephemeralHigh); err != nil || ephemeralLow-floor < enough {
+		return 0, 0
+	}
+	return floor, ephemeralLow
 }
 
 // errBindConflict marks a start that failed because a chosen port was taken.
