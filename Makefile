@@ -88,6 +88,7 @@ test: verify ## Run every test against the real peers (built on first use).
 	  nested 'rc=0; \
 	    (cd test/manifests && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
 	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
+	    (cd bench && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
 	    exit $$rc' \
 	  fuzz '$(call fuzz_cmds,-parallel=1)'
 

@@ -3,6 +3,10 @@
 // SeaweedFS). Every compared figure is a ratio measured in the same run.
 //
 //	BENCH_N=1000 BENCH_SCENARIOS=converge,steady,change,memory,outage,failover go run .
+//
+// The scale scenario (BENCH_SCALE_N buckets, default 10×BENCH_N) runs only when named:
+//
+//	BENCH_SCENARIOS=scale BENCH_SCALE_N=10000 go run .
 package main
 
 import (
@@ -125,6 +129,8 @@ func run() error {
 			err = e.outage()
 		case "failover":
 			err = e.failover()
+		case "scale":
+			err = e.scale()
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}
