@@ -213,6 +213,7 @@ func (e *env) writeSummary() error {
 	for _, l := range e.summary {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", l.Scenario, l.Figure, l.Value, l.Target)
 	}
-	b.WriteString("\nPlots: `probes-per-second.png` (ours vs the global ticker), `rss.png` (manager memory by bucket count). Raw figures: the `*.json` files beside this one.\n")
+	b.WriteString("\nPlots: `probes-per-second.png` (ours vs the global ticker), `rss.png` (manager memory by bucket count), `failover-s3-per-second.png` (S3 requests around the leader's SIGKILL). " +
+		"Profiles (`go tool pprof -top <file>`): `converge-cpu.pb.gz`, `cpu-scheduler.pb.gz` and `cpu-global-ticker.pb.gz` (steady), `heap.pb.gz` (memory at 5N). Raw figures: the `*.json` files beside this one.\n")
 	return os.WriteFile(filepath.Join(e.results, "README.md"), []byte(b.String()), 0o644)
 }
