@@ -148,18 +148,25 @@ func cacheOptions(opts Options) (cache.Options, error) {
 			cache.AllNamespaces: {LabelSelector: labels.SelectorFromSet(labels.Set{bkv1.LabelSecretRole: bkv1.SecretRoleCredentials})},
 		}
 	}
+	// ByObject is keyed by object pointer, not by kind: each kind gets exactly one
+	// entry, built whole before it goes in. A second &StorageBucket{} key would be a
+	// second entry for the same kind, and which one the cache applies would depend on
+	// map order (a shard would then see every bucket now and then).
 	buckets := cache.ByObject{Transform: controller.TransformStorageBucket()}
-	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets, &bkv1.StorageBucket{}: buckets}
+	var accesses *cache.ByObject
 	if opts.WatchLabelSelector != "" {
 		shard, err := labels.Parse(opts.WatchLabelSelector)
 		if err != nil {
 			return cache.Options{}, fmt.Errorf("invalid watch label selector %q: %w", opts.WatchLabelSelector, err)
 		}
 		buckets.Label = shard
-		byObject[&bkv1.StorageBucket{}] = buckets
 		// A shard must not see the accesses of another shard's buckets: to it those
 		// buckets do not exist, so it would revoke keys the other shard issues.
-		byObject[&bkv1.BucketAccess{}] = cache.ByObject{Label: shard}
+		accesses = &cache.ByObject{Label: shard}
+	}
+	byObject := map[client.Object]cache.ByObject{&corev1.Secret{}: secrets, &bkv1.StorageBucket{}: buckets}
+	if accesses != nil {
+		byObject[&bkv1.BucketAccess{}] = *accesses
 	}
 	// managedFields are often larger than the rest of an object and the operator
 	// never reads them: dropping them from the cache roughly halves its memory.
