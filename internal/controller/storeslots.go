@@ -83,7 +83,11 @@ func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return l.Inner.Reconcile(ctx, req)
 	}
 	store := sb.Spec.ObjectStoreRef.Name
-	limit := l.Stores.reconcileCap()
+	stores := &bkv1.ObjectStoreList{}
+	if err := l.Reader.List(ctx, stores); err != nil {
+		return ctrl.Result{}, err
+	}
+	limit := l.Stores.reconcileCap(len(stores.Items))
 	release, ok := l.Stores.slots.tryAcquire(store, limit)
 	if !ok {
 		log.FromContext(ctx).V(1).Info("all reconcile slots of the store are taken; trying again later",
@@ -94,15 +98,16 @@ func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return l.Inner.Reconcile(ctx, req)
 }
 
-// reconcileCap is the slot limit in force: MaxReconcilesPerStore while the operator
-// serves more than one store, none while it serves one. The cap keeps workers for the
-// other stores' buckets; with no other store it would only idle a quarter of the
-// workers, and turn every bucket a spare worker picks up away for storeBusyDelay, which
-// slows a mass creation on the one store down for nothing.
-func (r *StoreRegistry) reconcileCap() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.clients) <= 1 {
+// reconcileCap is the slot limit in force when stores ObjectStores exist:
+// MaxReconcilesPerStore while there is more than one, none otherwise. The cap keeps
+// workers for the other stores' buckets; with no other store it would only idle a
+// quarter of the workers, and turn every bucket a spare worker picks up away for
+// storeBusyDelay, which slows a mass creation on the one store down for nothing. The
+// count is of the stores that exist, not of those the operator has talked to yet: a
+// store that hangs from the start must not take every worker before another store's
+// first bucket comes along.
+func (r *StoreRegistry) reconcileCap(stores int) int {
+	if stores <= 1 {
 		return 0
 	}
 	return r.MaxReconcilesPerStore

@@ -36,18 +36,12 @@ func TestStoreSlots(t *testing.T) {
 }
 
 // TestReconcileCapNeedsAnotherStore: the per-store cap protects the other stores'
-// buckets, so it is in force only while there is another store to protect.
+// buckets, so it is in force only while another store exists.
 func TestReconcileCapNeedsAnotherStore(t *testing.T) {
 	r := &StoreRegistry{MaxReconcilesPerStore: 3}
-	if got := r.reconcileCap(); got != 0 {
-		t.Fatalf("no store: cap %d, want none", got)
-	}
-	r.clients = map[string]*storeClients{"a": {}}
-	if got := r.reconcileCap(); got != 0 {
-		t.Fatalf("one store: cap %d, want none", got)
-	}
-	r.clients["b"] = &storeClients{}
-	if got := r.reconcileCap(); got != 3 {
-		t.Fatalf("two stores: cap %d, want 3", got)
+	for stores, want := range map[int]int{0: 0, 1: 0, 2: 3, 5: 3} {
+		if got := r.reconcileCap(stores); got != want {
+			t.Errorf("%d stores: cap %d, want %d", stores, got, want)
+		}
 	}
 }
