@@ -90,23 +90,17 @@ func (m *manager) stop() {
 // saveCPUProfile profiles the manager's CPU for d and writes the profile to path, for
 // `go tool pprof`; it blocks for d.
 func (m *manager) saveCPUProfile(path string, d time.Duration) error {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.pprofAddr, int(d.Seconds())))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	return m.savePprof(path, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
 }
 
 // saveHeapProfile writes the manager's heap profile to path, for `go tool pprof`.
 func (m *manager) saveHeapProfile(path string) error {
-	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/heap")
+	return m.savePprof(path, "heap")
+}
+
+// savePprof writes the answer of the manager's /debug/pprof/<profile> to path.
+func (m *manager) savePprof(path, profile string) error {
+	resp, err := http.Get("http://" + m.pprofAddr + "/debug/pprof/" + profile)
 	if err != nil {
 		return err
 	}
