@@ -285,21 +285,26 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 		_, err = c.HeadBucket(ctx, bucket)
 	}
 	res := probeResult{latency: r.Prober.Clock.Since(start)}
-	switch kind := s3.KindOf(err); {
+	switch {
 	case err == nil:
 		res.status, res.reason, res.message = metav1.ConditionTrue, bkv1.ReasonProbeSucceeded, fmt.Sprintf("bucket %q answered the %s probe", bucket, mode)
 	case errors.Is(err, errCanaryMismatch) || errors.Is(err, errCanaryLost):
 		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeFailed, fmt.Sprintf("the ReadWrite probe of bucket %q failed: %v", bucket, err)
-	case kind == s3.KindNotFound:
-		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonBucketNotFound, fmt.Sprintf("bucket %q does not exist on the store; it is being created again", bucket)
-	case kind == s3.KindAccessDenied || kind == s3.KindInvalidCredentials:
-		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonAccessDenied, fmt.Sprintf("the store refused the %s probe of bucket %q (%s)", mode, bucket, kind)
-	case kind == s3.KindTimeout || ctx.Err() != nil:
-		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeTimeout, fmt.Sprintf("bucket %q did not answer the %s probe within %s", bucket, mode, timeout)
-	case kind == s3.KindUnreachable:
-		res.status, res.reason, res.message = metav1.ConditionUnknown, bkv1.ReasonStoreUnreachable, fmt.Sprintf("ObjectStore %q is unreachable", scope.store.Name)
 	default:
-		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeFailed, fmt.Sprintf("the %s probe of bucket %q failed (%s)", mode, bucket, kind)
+		res.status, res.reason = probeVerdictOf(ctx, err)
+		kind := s3.KindOf(err)
+		switch res.reason {
+		case bkv1.ReasonBucketNotFound:
+			res.message = fmt.Sprintf("bucket %q does not exist on the store; it is being created again", bucket)
+		case bkv1.ReasonAccessDenied:
+			res.message = fmt.Sprintf("the store refused the %s probe of bucket %q (%s)", mode, bucket, kind)
+		case bkv1.ReasonProbeTimeout:
+			res.message = fmt.Sprintf("bucket %q did not answer the %s probe within %s", bucket, mode, timeout)
+		case bkv1.ReasonStoreUnreachable:
+			res.message = fmt.Sprintf("ObjectStore %q is unreachable", scope.store.Name)
+		default:
+			res.message = fmt.Sprintf("the %s probe of bucket %q failed (%s)", mode, bucket, kind)
+		}
 	}
 	if r.Prober.Observe != nil {
 		r.Prober.Observe(scope.store.Name, mode, res.reason, res.latency)

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -26,6 +30,10 @@ type kindVerdict struct {
 	health string
 	// healthMessage heads the ObjectStore's Ready message for such a health check.
 	healthMessage string
+	// probe is the Available reason when a bucket's probe fails this way; empty means
+	// ReasonProbeFailed. Only ReasonStoreUnreachable leaves Available Unknown: the
+	// probe learned nothing about the bucket.
+	probe string
 }
 
 // Health-check messages shared by several kinds.
@@ -45,22 +53,22 @@ var kindVerdicts = [...]kindVerdict{
 	s3.KindUnknown:           {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	s3.KindAlreadyOwnedByYou: {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	s3.KindBucketNameTaken:   {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
-	s3.KindNotFound:          {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
+	s3.KindNotFound:          {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer, probe: bkv1.ReasonBucketNotFound},
 	s3.KindNotEmpty:          {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	s3.KindAccessDenied: {reason: bkv1.ReasonAccessDenied, terminal: true,
-		health: bkv1.ReasonReady, healthMessage: healthDeniedButSigned},
+		health: bkv1.ReasonReady, healthMessage: healthDeniedButSigned, probe: bkv1.ReasonAccessDenied},
 	// Only an unknown key or a wrong signature makes the credentials invalid.
 	s3.KindInvalidCredentials: {reason: bkv1.ReasonCredentialsInvalid, terminal: true,
-		health: bkv1.ReasonCredentialsInvalid, healthMessage: "the store rejected the credentials"},
+		health: bkv1.ReasonCredentialsInvalid, healthMessage: "the store rejected the credentials", probe: bkv1.ReasonAccessDenied},
 	s3.KindNotImplemented: {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	s3.KindThrottled:      {reason: bkv1.ReasonThrottled, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	s3.KindUnreachable: {reason: bkv1.ReasonStoreUnreachable, storeDetail: true,
-		health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
+		health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer, probe: bkv1.ReasonStoreUnreachable},
 	// A TLS failure needs a change of the store's trust settings: no retry fixes it.
 	s3.KindTLS: {reason: bkv1.ReasonTLSError, terminal: true, storeDetail: true,
 		health: bkv1.ReasonTLSError, healthMessage: "TLS handshake with the store failed"},
 	s3.KindTimeout: {reason: bkv1.ReasonStoreUnreachable, storeDetail: true,
-		health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
+		health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer, probe: bkv1.ReasonProbeTimeout},
 	s3.KindCanceled: {reason: bkv1.ReasonProgressing, health: bkv1.ReasonStoreUnreachable, healthMessage: healthNoAnswer},
 	// A request the store refuses as malformed (bad name, policy, region) fails the
 	// same way until the spec or the store's settings change.
@@ -75,6 +83,23 @@ func verdictOf(kind s3.Kind) kindVerdict {
 		return kindVerdicts[kind]
 	}
 	return kindVerdicts[s3.KindUnknown]
+}
+
+// probeVerdictOf is the Available condition of a bucket whose probe failed with err.
+// A probe that ran out of its own time is a timeout, unless the store answered that the
+// bucket is missing or the request refused.
+func probeVerdictOf(ctx context.Context, err error) (metav1.ConditionStatus, string) {
+	reason := verdictOf(s3.KindOf(err)).probe
+	switch {
+	case ctx.Err() != nil && (reason == "" || reason == bkv1.ReasonStoreUnreachable):
+		reason = bkv1.ReasonProbeTimeout
+	case reason == "":
+		reason = bkv1.ReasonProbeFailed
+	}
+	if reason == bkv1.ReasonStoreUnreachable {
+		return metav1.ConditionUnknown, reason
+	}
+	return metav1.ConditionFalse, reason
 }
 
 // storeVerdict is what an ObjectStore's Ready=False reason means for the store and for

@@ -51,6 +51,8 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		reason   string
 		terminal bool
 		health   string
+		// probe is the Available reason of a probe that failed this way.
+		probe string
 	}
 	canned := []struct {
 		name   string
@@ -58,20 +60,20 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		code   string
 		want   want
 	}{
-		{"access denied", 403, "AccessDenied", want{s3.KindAccessDenied, bkv1.ReasonAccessDenied, true, bkv1.ReasonReady}},
-		{"unknown key", 403, "InvalidAccessKeyId", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid}},
-		{"wrong secret", 403, "SignatureDoesNotMatch", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid}},
-		{"versity unknown key", 404, "XAdminUserNotFound", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid}},
-		{"expired token", 400, "ExpiredToken", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid}},
-		{"missing bucket", 404, "NoSuchBucket", want{s3.KindNotFound, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"not empty", 409, "BucketNotEmpty", want{s3.KindNotEmpty, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"own bucket exists", 409, "BucketAlreadyOwnedByYou", want{s3.KindAlreadyOwnedByYou, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"name taken", 409, "BucketAlreadyExists", want{s3.KindBucketNameTaken, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"not implemented", 501, "NotImplemented", want{s3.KindNotImplemented, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"slow down", 503, "SlowDown", want{s3.KindThrottled, bkv1.ReasonThrottled, false, bkv1.ReasonStoreUnreachable}},
-		{"internal error", 500, "InternalError", want{s3.KindServerError, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
-		{"wrong region", 400, "AuthorizationHeaderMalformed", want{s3.KindInvalid, bkv1.ReasonConfigFailed, true, bkv1.ReasonStoreUnreachable}},
-		{"teapot", 418, "Teapot", want{s3.KindUnknown, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable}},
+		{"access denied", 403, "AccessDenied", want{s3.KindAccessDenied, bkv1.ReasonAccessDenied, true, bkv1.ReasonReady, bkv1.ReasonAccessDenied}},
+		{"unknown key", 403, "InvalidAccessKeyId", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid, bkv1.ReasonAccessDenied}},
+		{"wrong secret", 403, "SignatureDoesNotMatch", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid, bkv1.ReasonAccessDenied}},
+		{"versity unknown key", 404, "XAdminUserNotFound", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid, bkv1.ReasonAccessDenied}},
+		{"expired token", 400, "ExpiredToken", want{s3.KindInvalidCredentials, bkv1.ReasonCredentialsInvalid, true, bkv1.ReasonCredentialsInvalid, bkv1.ReasonAccessDenied}},
+		{"missing bucket", 404, "NoSuchBucket", want{s3.KindNotFound, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonBucketNotFound}},
+		{"not empty", 409, "BucketNotEmpty", want{s3.KindNotEmpty, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"own bucket exists", 409, "BucketAlreadyOwnedByYou", want{s3.KindAlreadyOwnedByYou, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"name taken", 409, "BucketAlreadyExists", want{s3.KindBucketNameTaken, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"not implemented", 501, "NotImplemented", want{s3.KindNotImplemented, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"slow down", 503, "SlowDown", want{s3.KindThrottled, bkv1.ReasonThrottled, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"internal error", 500, "InternalError", want{s3.KindServerError, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"wrong region", 400, "AuthorizationHeaderMalformed", want{s3.KindInvalid, bkv1.ReasonConfigFailed, true, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"teapot", 418, "Teapot", want{s3.KindUnknown, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
 	}
 	check := func(t *testing.T, err error, w want) {
 		t.Helper()
@@ -87,6 +89,9 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		}
 		if reason, msg := healthVerdict(err); reason != w.health || msg == "" {
 			t.Errorf("health verdict = %q (%q), want %q", reason, msg, w.health)
+		}
+		if _, reason := probeVerdictOf(context.Background(), err); reason != w.probe {
+			t.Errorf("probe verdict = %q, want %q", reason, w.probe)
 		}
 	}
 
@@ -113,7 +118,7 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		_ = l.Close()
 		c := verdictTestClient(t, "http://"+addr, 0)
 		_, err = c.ListBuckets(verdictTestContext(t))
-		check(t, err, want{s3.KindUnreachable, bkv1.ReasonStoreUnreachable, false, bkv1.ReasonStoreUnreachable})
+		check(t, err, want{s3.KindUnreachable, bkv1.ReasonStoreUnreachable, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonStoreUnreachable})
 	})
 	t.Run("untrusted certificate", func(t *testing.T) {
 		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
@@ -122,7 +127,7 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		t.Cleanup(srv.Close)
 		c := verdictTestClient(t, srv.URL, 0)
 		_, err := c.ListBuckets(verdictTestContext(t))
-		check(t, err, want{s3.KindTLS, bkv1.ReasonTLSError, true, bkv1.ReasonTLSError})
+		check(t, err, want{s3.KindTLS, bkv1.ReasonTLSError, true, bkv1.ReasonTLSError, bkv1.ReasonProbeFailed})
 	})
 	t.Run("no answer", func(t *testing.T) {
 		release := make(chan struct{})
@@ -136,7 +141,7 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		t.Cleanup(func() { close(release) })
 		c := verdictTestClient(t, srv.URL, 100*time.Millisecond)
 		_, err := c.ListBuckets(verdictTestContext(t))
-		check(t, err, want{s3.KindTimeout, bkv1.ReasonStoreUnreachable, false, bkv1.ReasonStoreUnreachable})
+		check(t, err, want{s3.KindTimeout, bkv1.ReasonStoreUnreachable, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeTimeout})
 	})
 }
 
