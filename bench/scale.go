@@ -13,15 +13,17 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// scaleProbeInterval is the scale scenario's probe interval: N/interval probes a second
-// is the load the scheduler spreads (10000 buckets: about 33 a second).
+// scaleProbeInterval is the scale scenario's default probe interval (BENCH_SCALE_INTERVAL):
+// N/interval probes a second is the load the scheduler spreads (10000 buckets: about 33
+// a second).
 const scaleProbeInterval = 5 * time.Minute
 
-// scale: BENCH_SCALE_N StorageBuckets (default 10000) created at once and probing, to
-// see how the figures the default N measures hold ten times over: time until all are
-// Ready, RSS and live heap once they are, and how late probes run (p99 of the
-// scheduler's lag) over one probe interval. It runs only when BENCH_SCENARIOS names it:
-// at 10000 buckets it takes about as long as the default run, which stays under 30
+// scale: BENCH_SCALE_N StorageBuckets (default ten times BENCH_N) created at once and
+// probing every BENCH_SCALE_INTERVAL (default 5m), to see how the figures the default
+// N measures hold ten times over: time until all are Ready, RSS and live heap once they
+// are, and how late probes run (p99 of the scheduler's lag) over one probe interval
+// (BENCH_SCALE_WINDOW sets another window). It runs only when BENCH_SCENARIOS names
+// it: at 10000 buckets it takes about as long as the default run, which stays under 30
 // minutes on two cores without it.
 func (e *env) scale() error {
 	const ns = "scale"
@@ -33,13 +35,14 @@ func (e *env) scale() error {
 		}
 		n = parsed
 	}
-	window := scaleProbeInterval
-	if v := os.Getenv("BENCH_SCALE_WINDOW"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("BENCH_SCALE_WINDOW=%q: want a positive duration", v)
-		}
-		window = d
+	interval, err := durationFromEnv("BENCH_SCALE_INTERVAL", scaleProbeInterval)
+	if err != nil {
+		return err
+	}
+	// One probe interval: every bucket's first scheduled probe falls into it.
+	window, err := durationFromEnv("BENCH_SCALE_WINDOW", interval)
+	if err != nil {
+		return err
 	}
 	m, err := e.namespaceWithManager(ns)
 	if err != nil {
@@ -47,7 +50,7 @@ func (e *env) scale() error {
 	}
 	defer m.stop()
 	start := time.Now()
-	if err := e.createBuckets(ns, ns, n, scaleProbeInterval); err != nil {
+	if err := e.createBuckets(ns, ns, n, interval); err != nil {
 		return err
 	}
 	if err := e.waitAll(ns, bkv1.ConditionReady, n, 60*time.Minute); err != nil {
@@ -149,4 +152,18 @@ func histogramQuantile(q float64, before, after *dto.Histogram) (float64, float6
 		lower, below = b.upper, b.count
 	}
 	return math.Inf(1), total, nil // in the +Inf bucket: later than the largest bound
+}
+
+// durationFromEnv reads a positive duration from the environment variable name, or
+// returns def when it is unset.
+func durationFromEnv(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration", name, v)
+	}
+	return d, nil
 }
