@@ -255,19 +255,25 @@ func newHandReconciler(t *testing.T, clk clock.PassiveClock, syncInterval time.D
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	factory := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
-		c, err := s3.New(ctx, cfg)
-		return countingClient{Client: c, calls: h.calls}, err
-	}
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: factory,
-		Observer: func(_, op string, _ int, _ error) {
-			h.mu.Lock()
-			h.requests[op]++
-			h.mu.Unlock()
-		}}
+	stores := countingStores(h.calls, func(op string) {
+		h.mu.Lock()
+		h.requests[op]++
+		h.mu.Unlock()
+	})
 	h.StorageBucketReconciler = &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
 		Clock: clk, SyncInterval: syncInterval, ClusterID: clusterID}
 	return h
+}
+
+// countingStores is a store registry whose clients count their S3 calls per bucket and
+// operation in calls, and pass every HTTP request's operation to observe.
+func countingStores(calls *bucketCalls, observe func(op string)) *controller.StoreRegistry {
+	factory := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+		c, err := s3.New(ctx, cfg)
+		return countingClient{Client: c, calls: calls}, err
+	}
+	return &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: factory,
+		Observer: func(_, op string, _ int, _ error) { observe(op) }}
 }
 
 // reconcileUntilReady runs Reconcile until sb is Ready for its current generation.

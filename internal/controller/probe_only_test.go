@@ -17,7 +17,6 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
-	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // probeReconciler is a StorageBucketReconciler with a prober on a fake clock, counting
@@ -74,16 +73,11 @@ func newProbeReconciler(t *testing.T, clk *clocktesting.FakeClock) *probeReconci
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	factory := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
-		c, err := s3.New(ctx, cfg)
-		return countingClient{Client: c, calls: h.calls}, err
-	}
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: factory,
-		Observer: func(_, op string, _ int, _ error) {
-			h.mu.Lock()
-			h.requests[op]++
-			h.mu.Unlock()
-		}}
+	stores := countingStores(h.calls, func(op string) {
+		h.mu.Lock()
+		h.requests[op]++
+		h.mu.Unlock()
+	})
 	// Sync and heartbeat far beyond what the clock is stepped: the probes are the
 	// only thing due.
 	h.StorageBucketReconciler = &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
