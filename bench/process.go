@@ -45,14 +45,11 @@ const (
 )
 
 func startManager(bin, kubeconfig, dir, name string, extra ...string) (*manager, error) {
-	addr, err := testenv.FreeAddr()
+	addrs, err := testenv.FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	pprofAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
+	addr, pprofAddr := addrs[0], addrs[1]
 	logPath := filepath.Join(dir, name+".log")
 	args := append([]string{
 		"--kubeconfig", kubeconfig,

@@ -97,6 +97,7 @@ func TestMonitoringMetricsAreExported(t *testing.T) {
 
 	// Everything the bucket's provisioning and probe touch is set before its status is
 	// written, so one scrape after Available=True must hold every name.
+	waitForMetricsServer(t, logs)
 	families := scrape(t, "http://"+metricsAddr+"/metrics")
 	exported := map[string]bool{}
 	for name, f := range families {

@@ -83,7 +83,11 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 	}
 
 	// The Deployment's args, on free loopback ports, out of cluster.
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	addrs, err := testenv.FreeAddrs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, healthAddr := addrs[0], addrs[1]
 	args := []string{"--kubeconfig=" + kubeconfig, "--leader-election-namespace=" + namespace}
 	for _, a := range container.Args {
 		switch {
@@ -102,7 +106,10 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 		return strings.Count(logs.String(), "Starting workers") >= 2
 	})
 
-	// Metrics: HTTPS, and only for callers allowed to GET /metrics.
+	// Metrics: HTTPS, and only for callers allowed to GET /metrics. The metrics server
+	// starts alongside the controllers (after making its self-signed certificate), so
+	// the workers starting says nothing about it listening: its own log line does.
+	waitForMetricsServer(t, logs)
 	for _, sa := range []string{"scraper", "stranger"} {
 		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}); err != nil {
 			t.Fatal(err)
@@ -134,6 +141,15 @@ func TestManagerRunsWithManifestRBAC(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// waitForMetricsServer waits for controller-runtime's log line that its metrics
+// server is listening.
+func waitForMetricsServer(t *testing.T, logs *testenv.LogBuffer) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "the metrics server to listen", logs, func() bool {
+		return strings.Contains(logs.String(), "Serving metrics server")
+	})
+}
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T) string {

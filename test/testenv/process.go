@@ -161,9 +161,24 @@ var errBindConflict = errors.New("testenv: port already in use")
 // FreeAddr returns a loopback "host:port" whose port was free a moment ago, for a
 // server a test or the benchmark is about to start.
 func FreeAddr() (string, error) {
-	ports, err := freePorts(1)
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
+	return addrs[0], nil
+}
+
+// FreeAddrs returns n loopback "host:port"s on distinct ports that were free a moment
+// ago: one process's several servers must not be handed the same port, as two
+// separate FreeAddr calls may do.
+func FreeAddrs(n int) ([]string, error) {
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(ports))
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return addrs, nil
 }
