@@ -39,28 +39,6 @@ var (
 		Help: "Bucket health probes, by store and result.",
 	}, []string{"store", "result"})
 
-	// BucketAvailable is 1 for an available bucket, 0 for an unavailable one and absent
-	// while unknown. One series per bucket: it can be turned off for huge installs.
-	BucketAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "bucketkeeper_bucket_available",
-		Help: "Whether a bucket answered its last probe (1) or not (0).",
-	}, []string{"namespace", "name"})
-
-	// BucketLastSuccessfulProbe is when a bucket last answered a probe, in unix seconds:
-	// status.lastProbeTime is refreshed only once per heartbeat, this on every success.
-	// Behind the same opt-out as BucketAvailable.
-	BucketLastSuccessfulProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "bucketkeeper_bucket_last_successful_probe_timestamp_seconds",
-		Help: "Unix time of the last probe a bucket answered; absent until its first success.",
-	}, []string{"namespace", "name"})
-
-	// BucketProbeInterval is the probe interval in force at a bucket's last successful
-	// probe, so a staleness alert can judge each bucket by its own interval (10s to 24h).
-	BucketProbeInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "bucketkeeper_bucket_probe_interval_seconds",
-		Help: "Probe interval of a bucket, as of its last successful probe.",
-	}, []string{"namespace", "name"})
-
 	// ObjectStoreReady is 1 while a store passes its health check and 0 while it does
 	// not (unreachable, credentials refused, TLS not trusted); absent before the first
 	// check and after the store is deleted.
@@ -75,6 +53,25 @@ var (
 		Help:    "Delay between a probe's due time and its event leaving the scheduler.",
 		Buckets: []float64{.001, .01, .1, .5, 1, 2, 5, 10, 30, 60},
 	})
+)
+
+// The per-bucket series (buckets.go). One series per bucket each: they can be turned
+// off for huge installs (--disable-availability-metric).
+var (
+	// BucketAvailable is 1 for an available bucket, 0 for an unavailable one and absent
+	// while unknown.
+	BucketAvailable prometheus.Collector = newBucketGauge("bucketkeeper_bucket_available",
+		"Whether a bucket answered its last probe (1) or not (0).", availableValue)
+
+	// BucketLastSuccessfulProbe is when a bucket last answered a probe, in unix seconds:
+	// status.lastProbeTime is refreshed only once per heartbeat, this on every success.
+	BucketLastSuccessfulProbe prometheus.Collector = newBucketGauge("bucketkeeper_bucket_last_successful_probe_timestamp_seconds",
+		"Unix time of the last probe a bucket answered; absent until its first success.", lastSuccessValue)
+
+	// BucketProbeInterval is the probe interval in force at a bucket's last successful
+	// probe, so a staleness alert can judge each bucket by its own interval (10s to 24h).
+	BucketProbeInterval prometheus.Collector = newBucketGauge("bucketkeeper_bucket_probe_interval_seconds",
+		"Probe interval of a bucket, as of its last successful probe.", intervalValue)
 )
 
 var registerOnce sync.Once
@@ -109,32 +106,6 @@ func ObserveStatusWrite(kind string) {
 func ObserveProbe(store, mode, result string, latency time.Duration) {
 	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
 	Probes.WithLabelValues(store, result).Inc()
-}
-
-// SetAvailable sets (or, when available is nil, removes) a bucket's availability series.
-// forget removes every per-bucket series: the bucket is gone.
-func SetAvailable(namespace, name string, available *bool, forget bool) {
-	if forget {
-		BucketLastSuccessfulProbe.DeleteLabelValues(namespace, name)
-		BucketProbeInterval.DeleteLabelValues(namespace, name)
-	}
-	if forget || available == nil {
-		BucketAvailable.DeleteLabelValues(namespace, name)
-		return
-	}
-	v := 0.0
-	if *available {
-		v = 1
-	}
-	BucketAvailable.WithLabelValues(namespace, name).Set(v)
-}
-
-// SetProbeSucceeded records a successful probe of a bucket taken at the given time. An
-// unknown verdict (store unreachable) leaves the series alone: that staleness is what
-// an alert on it must see.
-func SetProbeSucceeded(namespace, name string, at time.Time, interval time.Duration) {
-	BucketLastSuccessfulProbe.WithLabelValues(namespace, name).Set(float64(at.UnixNano()) / 1e9)
-	BucketProbeInterval.WithLabelValues(namespace, name).Set(interval.Seconds())
 }
 
 // SetStoreReady sets a store's health series, or removes it when ready is nil.
