@@ -274,3 +274,62 @@ func TestSpecChangeBetweenProbes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestProbeTimerCoversTheSync: a Ready bucket whose probe comes before its next sync
+// keeps no work-queue timer (RequeueAfter is zero): the probe's wake-up is the one that
+// comes first, and when the sync is due that wake-up makes the full pass that corrects
+// drift. A bucket probed less often than it is synced keeps the sync timer.
+func TestProbeTimerCoversTheSync(t *testing.T) {
+	const syncInterval = 10 * time.Minute
+	f := newFixture(t, seaweed)
+	f.waitStoreCondition(bkv1.ConditionReady, metav1.ConditionTrue)
+	often := f.bucket("often", isolated, probeEvery(time.Minute, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
+		sb.Spec.Tags = map[string]string{"team": "data"}
+	})
+	rarely := f.bucket("rarely", isolated, probeEvery(time.Hour, bkv1.ProbeModeHead))
+	clk := clocktesting.NewFakeClock(time.Now())
+	h := newProbeReconciler(t, clk)
+	schedule := &dueLog{}
+	h.SyncInterval, h.Prober.Scheduler = syncInterval, schedule
+	for _, sb := range []*bkv1.StorageBucket{often, rarely} {
+		h.reconcileUntil(f, sb, sb.Name+" Ready and Available", func(cur *bkv1.StorageBucket) bool {
+			c := findCond(cur, bkv1.ConditionAvailable)
+			return c != nil && c.Status == metav1.ConditionTrue && lastVerifiedReady(cur)
+		})
+	}
+
+	res := h.reconcile(f, often)
+	due, ok := schedule.last(objKey(often))
+	if !ok || due.After(clk.Now().Add(2*time.Minute)) {
+		t.Fatalf("probe of %s scheduled at %v (scheduled: %v), want within its interval", often.Name, due, ok)
+	}
+	if res.RequeueAfter != 0 {
+		t.Fatalf("%s keeps a work-queue timer (%s) its probe at %s covers", often.Name, res.RequeueAfter, due.Sub(clk.Now()))
+	}
+	if res := h.reconcile(f, rarely); res.RequeueAfter <= 0 || res.RequeueAfter > syncInterval {
+		t.Fatalf("%s, probed hourly: RequeueAfter %s, want its next sync within %s", rarely.Name, res.RequeueAfter, syncInterval)
+	}
+
+	// Drift, then the probe wake-ups of the next sync interval, as the scheduler sends
+	// them: the first one past the sync's due time brings the tags back.
+	bucket := f.get(often).Status.BucketName
+	must(t, f.admin.PutBucketTagging(f.ctx, bucket, map[string]string{"team": "tampered"}))
+	h.take()
+	synced := clk.Now() // the reconciles above synced it last
+	restored := false
+	for step := 0; step < 12 && !restored; step++ {
+		clk.Step(time.Minute)
+		if res := h.reconcile(f, often); res.RequeueAfter != 0 {
+			t.Fatalf("wake-up %d: RequeueAfter %s beside the probe timer", step, res.RequeueAfter)
+		}
+		tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+		must(t, err)
+		restored = tags["team"] == "data"
+		if restored && clk.Since(synced) < syncInterval {
+			t.Fatalf("tags restored at wake-up %d, before the sync was due", step)
+		}
+	}
+	if !restored {
+		t.Fatalf("the drifted tag was not corrected by the probe wake-ups of a whole sync interval (S3 calls %v)", h.calls.take())
+	}
+}

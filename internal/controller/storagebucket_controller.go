@@ -71,6 +71,9 @@ type bucketScope struct {
 	// created: the bucket was created in this pass, whose creation event already
 	// tells the story; the configuration applied to it is not announced separately.
 	created bool
+	// probeWake is when the probe scheduler will wake the bucket next (zero: it will
+	// not), as reconcileAvailability scheduled it.
+	probeWake time.Time
 	// secretVersion, accessVersion and appCredentialsVersion are the resourceVersions
 	// of the connection Secret, the implicit BucketAccess and the application
 	// credentials Secret as this pass left or read them ("" for none): what a later
@@ -157,7 +160,7 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 	if next := r.syncRequeue(sb); next > 0 && next < result.RequeueAfter {
 		result.RequeueAfter = next // a sync put at its slot after a restart (syncDue)
 	}
-	return result, err
+	return withoutCoveredTimer(result, r.Clock.Now(), scope.probeWake), err
 }
 
 // summarize sets Ready, Reconciling and Stalled from the outcome, kstatus-style: Ready

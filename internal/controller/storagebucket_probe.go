@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -153,7 +154,8 @@ func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
 // reconcileAvailability keeps the Available verdict current. A store known to be down
 // answers for all its buckets; otherwise a provisioned bucket is probed when its probe
 // is due, the spec changed or a probe was requested. It returns a requeue delay when the
-// probe found something the provisioning path must fix at once (a vanished bucket).
+// probe found something the provisioning path must fix at once (a vanished bucket), and
+// records in scope.probeWake when the scheduler will wake the bucket next.
 func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, scope *bucketScope, patcher *statusPatcher, failure *stepError) time.Duration {
 	p, sb := r.Prober, scope.sb
 	if p == nil {
@@ -238,6 +240,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	switch {
 	case p.Scheduler != nil:
 		p.Scheduler.Schedule(key, scope.store.Name, wake)
+		scope.probeWake = wake
 	case deferred && !due:
 		// Without a scheduler (the benchmark's baseline) the work queue brings the
 		// deferred request back.
@@ -251,6 +254,19 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// withoutCoveredTimer drops a requeue the probe scheduler already covers: it wakes the
+// bucket at wake, no later than the requeue would, and that reconcile does all a
+// requeued one would (a full pass once the sync is due, see probeOnly). With the
+// default intervals (probe 1m, sync 10m) every Ready bucket would otherwise keep a
+// timer in the work queue for its next sync beside its probe timer: about 400 bytes of
+// queue per bucket, for a wake-up that never comes first.
+func withoutCoveredTimer(res ctrl.Result, now, wake time.Time) ctrl.Result {
+	if !wake.IsZero() && res.RequeueAfter > 0 && !now.Add(res.RequeueAfter).Before(wake) {
+		res.RequeueAfter = 0
+	}
+	return res
 }
 
 // earliestDelay is the shorter of two requeue delays, where zero means none.

@@ -131,7 +131,8 @@ func (r *StorageBucketReconciler) probeOnly(ctx context.Context, sb *bkv1.Storag
 
 	r.followWrite(patcher, key, sb)
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, nil)
-	return ctrl.Result{RequeueAfter: earliestDelay(probeRequeue, r.syncRequeue(sb))}, true
+	result := ctrl.Result{RequeueAfter: earliestDelay(probeRequeue, r.syncRequeue(sb))}
+	return withoutCoveredTimer(result, r.Clock.Now(), scope.probeWake), true
 }
 
 // unchangedScope reads, from the cache, the store and the children a full pass would
