@@ -171,7 +171,7 @@ func TestAdoptionKeepsForeignConfiguration(t *testing.T) {
 			// here: TestOwnershipMatrix does, and a pass whose status write conflicts
 			// leaves it to the next pass, which finds the bucket already bound.)
 			f.eventually(30*time.Second, "the BucketAdopted event", func() error {
-				if ev := f.eventReasons(got); ev[bkv1.ReasonBucketAdopted] != 1 {
+				if ev := f.waitEvent(got, bkv1.ReasonBucketAdopted); ev[bkv1.ReasonBucketAdopted] != 1 {
 					return errf("want one BucketAdopted event, got %v", ev)
 				}
 				return nil

@@ -72,9 +72,7 @@ func TestCredentialsProblemsAndRecovery(t *testing.T) {
 	if log := logs.String(); containsAny(log, "wrong-secret-value", seaweed.SecretAccessKey) {
 		t.Fatal("a credential value appears in the manager log")
 	}
-	if ev := f.eventReasons(store); ev[bkv1.ReasonCredentialsInvalid] == 0 {
-		t.Errorf("no CredentialsInvalid event on the store: %v", ev)
-	}
+	f.waitEvent(store, bkv1.ReasonCredentialsInvalid)
 }
 
 // TestApplicationCredentialsReachConnectionSecret: keys meant for applications are

@@ -86,7 +86,7 @@ func TestNewBucketCostsOnePass(t *testing.T) {
 		t.Fatalf("Ready: %+v", c)
 	}
 	f.eventually(10*time.Second, "the BucketCreated event", func() error {
-		if ev := f.eventReasons(got); ev[bkv1.ReasonBucketCreated] != 1 {
+		if ev := f.waitEvent(got, bkv1.ReasonBucketCreated); ev[bkv1.ReasonBucketCreated] != 1 {
 			return errf("events %v", ev)
 		}
 		return nil

@@ -29,7 +29,7 @@ func TestOwnershipMatrix(t *testing.T) {
 		if tags, _ := f.admin.GetBucketTagging(f.ctx, name); len(tags) != 1 || tags["owner"] != "someone" {
 			t.Errorf("an unowned bucket was touched: tags %v", tags)
 		}
-		if ev := f.eventReasons(got); ev[bkv1.ReasonBucketNotOwned] != 1 {
+		if ev := f.waitEvent(got, bkv1.ReasonBucketNotOwned); ev[bkv1.ReasonBucketNotOwned] != 1 {
 			t.Errorf("want one BucketNotOwned warning, events %v", ev)
 		}
 	})
@@ -50,7 +50,7 @@ func TestOwnershipMatrix(t *testing.T) {
 		if tags[bkv1.TagUID] != string(got.UID) {
 			t.Errorf("adopted bucket tags %v", tags)
 		}
-		if ev := f.eventReasons(got); ev[bkv1.ReasonBucketAdopted] != 1 {
+		if ev := f.waitEvent(got, bkv1.ReasonBucketAdopted); ev[bkv1.ReasonBucketAdopted] != 1 {
 			t.Errorf("want one BucketAdopted event, got %v", ev)
 		}
 	})

@@ -47,7 +47,7 @@ func TestProbeReportsAvailability(t *testing.T) {
 	// each Event is sent on its own, so by the time BucketCreated is listed such an
 	// Event would almost always be listed too.
 	f.eventually(10*time.Second, "the BucketCreated event", func() error {
-		if ev := f.eventReasons(got); ev[bkv1.ReasonBucketCreated] != 1 {
+		if ev := f.waitEvent(got, bkv1.ReasonBucketCreated); ev[bkv1.ReasonBucketCreated] != 1 {
 			return errf("events %v", ev)
 		}
 		return nil

@@ -79,9 +79,7 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 			t.Errorf("connection Secret carries the store's admin credentials under %s", k)
 		}
 	}
-	if ev := f.eventReasons(got); ev[bkv1.ReasonBucketCreated] == 0 {
-		t.Errorf("no BucketCreated event; events: %v", ev)
-	}
+	f.waitEvent(got, bkv1.ReasonBucketCreated)
 	if strings.Contains(logs.String(), seaweed.SecretAccessKey) {
 		t.Error("the store's secret key appears in the manager log")
 	}

@@ -331,6 +331,21 @@ func (f *fixture) eventReasons(obj client.Object) map[string]int {
 	return out
 }
 
+// waitEvent waits until obj has an Event with the reason and returns the counts by
+// reason: Events are sent by the recorder's own goroutine, after the status write a
+// test usually waits for, so they must be waited for in turn.
+func (f *fixture) waitEvent(obj client.Object, reason string) map[string]int {
+	f.t.Helper()
+	var ev map[string]int
+	f.eventually(30*time.Second, "a "+reason+" event on "+obj.GetName(), func() error {
+		if ev = f.eventReasons(obj); ev[reason] == 0 {
+			return errf("events %v", ev)
+		}
+		return nil
+	})
+	return ev
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
