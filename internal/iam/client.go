@@ -2,18 +2,14 @@ package iam
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go/logging"
 
@@ -68,21 +64,15 @@ func New(ctx context.Context, cfg Config) (Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iam: %w", err)
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipTLSVerify} //nolint:gosec // opt-in, documented
-	if len(cfg.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cfg.CABundle) {
-			return nil, errors.New("iam: CABundle contains no PEM certificate")
-		}
-		tlsCfg.RootCAs = pool
-	}
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		tr.TLSClientConfig = tlsCfg
-		tr.IdleConnTimeout = 90 * time.Second
-	})
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
+	}
+	// The store's own transport: the same TLS rules, and a deadline on dialing, the
+	// handshake and the response headers, besides the per-call deadline.
+	httpClient, err := s3.NewHTTPClient(cfg.CABundle, cfg.InsecureSkipTLSVerify, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("iam: %w", err)
 	}
 	return &client{
 		timeout: timeout,

@@ -215,29 +215,39 @@ func EndpointURL(endpoint string) (*string, error) {
 // outlast the call it belongs to.
 const connectTimeout = 5 * time.Second
 
-// newHTTPClient builds the transport: TLS 1.2+, verification on unless
-// explicitly disabled, CABundle added to the system roots, and a deadline on
-// every phase of a request (see connectTimeout and Config.RequestTimeout).
-// The client is frozen: otherwise the SDK's defaults mode would overwrite the
-// dial and handshake timeouts with its own.
+// newHTTPClient builds the store's transport (see NewHTTPClient).
 func newHTTPClient(cfg Config) (aws.HTTPClient, error) {
+	c, err := NewHTTPClient(cfg.CABundle, cfg.InsecureSkipTLSVerify, cfg.RequestTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
+	}
+	return c, nil
+}
+
+// NewHTTPClient builds a transport for an S3-compatible store's APIs (S3 and IAM):
+// TLS 1.2+, verification on unless explicitly disabled, caBundle added to the system
+// roots, and a deadline on every phase of a request (see connectTimeout; requestTimeout
+// also bounds the wait for response headers, zero leaving that to the call's deadline).
+// The client is frozen: otherwise the SDK's defaults mode would overwrite the dial and
+// handshake timeouts with its own.
+func NewHTTPClient(caBundle []byte, insecureSkipVerify bool, requestTimeout time.Duration) (aws.HTTPClient, error) {
 	tlsCfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: cfg.InsecureSkipTLSVerify, //nolint:gosec // opt-in, documented
+		InsecureSkipVerify: insecureSkipVerify, //nolint:gosec // opt-in, documented
 	}
-	if len(cfg.CABundle) > 0 {
+	if len(caBundle) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(cfg.CABundle) {
-			return nil, errors.New("s3: CABundle contains no PEM certificate")
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errors.New("CABundle contains no PEM certificate")
 		}
 		tlsCfg.RootCAs = pool
 	}
 	connect := connectTimeout
-	if cfg.RequestTimeout > 0 {
-		connect = min(connect, cfg.RequestTimeout)
+	if requestTimeout > 0 {
+		connect = min(connect, requestTimeout)
 	}
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = connect }).
@@ -246,6 +256,6 @@ func newHTTPClient(cfg Config) (aws.HTTPClient, error) {
 			tr.ForceAttemptHTTP2 = true
 			tr.IdleConnTimeout = 90 * time.Second
 			tr.TLSHandshakeTimeout = connect
-			tr.ResponseHeaderTimeout = cfg.RequestTimeout
+			tr.ResponseHeaderTimeout = requestTimeout
 		}).Freeze(), nil
 }
