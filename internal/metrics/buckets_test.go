@@ -44,6 +44,14 @@ func gather(t *testing.T) string {
 	return strings.Join(lines, "\n")
 }
 
+// expectSeries fails the test unless the gathered series are exactly want, in order.
+func expectSeries(t *testing.T, what string, want ...string) {
+	t.Helper()
+	if got := gather(t); got != strings.Join(want, "\n") {
+		t.Fatalf("%s:\n%s\nwant\n%s", what, got, strings.Join(want, "\n"))
+	}
+}
+
 // TestBucketSeries: the series a bucket shows through its life, exposed as gauges
 // with namespace and name labels, as the GaugeVecs they replace were.
 func TestBucketSeries(t *testing.T) {
@@ -52,40 +60,29 @@ func TestBucketSeries(t *testing.T) {
 	at := time.Unix(1700000000, 500_000_000)
 
 	SetAvailable("team-a", "logs", &yes, false)
-	if got, want := gather(t), "bucketkeeper_bucket_available{name=logs,namespace=team-a} 1"; got != want {
-		t.Fatalf("available, never probed successfully:\n%s\nwant\n%s", got, want)
-	}
+	expectSeries(t, "available, never probed successfully",
+		"bucketkeeper_bucket_available{name=logs,namespace=team-a} 1")
 
 	SetProbeSucceeded("team-a", "logs", at, time.Hour)
 	SetAvailable("team-b", "data", &no, false)
-	want := strings.Join([]string{
+	expectSeries(t, "after a success and another bucket's failure",
 		"bucketkeeper_bucket_available{name=data,namespace=team-b} 0",
 		"bucketkeeper_bucket_available{name=logs,namespace=team-a} 1",
 		"bucketkeeper_bucket_last_successful_probe_timestamp_seconds{name=logs,namespace=team-a} 1.7000000005e+09",
-		"bucketkeeper_bucket_probe_interval_seconds{name=logs,namespace=team-a} 3600",
-	}, "\n")
-	if got := gather(t); got != want {
-		t.Fatalf("after a success and another bucket's failure:\n%s\nwant\n%s", got, want)
-	}
+		"bucketkeeper_bucket_probe_interval_seconds{name=logs,namespace=team-a} 3600")
 
 	// Unknown availability (store unreachable) drops that series only: the last success
 	// stays, for a staleness alert to see it age.
 	SetAvailable("team-a", "logs", nil, false)
-	want = strings.Join([]string{
+	expectSeries(t, "after availability became unknown",
 		"bucketkeeper_bucket_available{name=data,namespace=team-b} 0",
 		"bucketkeeper_bucket_last_successful_probe_timestamp_seconds{name=logs,namespace=team-a} 1.7000000005e+09",
-		"bucketkeeper_bucket_probe_interval_seconds{name=logs,namespace=team-a} 3600",
-	}, "\n")
-	if got := gather(t); got != want {
-		t.Fatalf("after availability became unknown:\n%s\nwant\n%s", got, want)
-	}
+		"bucketkeeper_bucket_probe_interval_seconds{name=logs,namespace=team-a} 3600")
 
 	// Forgetting a bucket removes all its series, and its record with them.
 	SetAvailable("team-a", "logs", nil, true)
 	SetAvailable("team-b", "data", nil, false)
-	if got := gather(t); got != "" {
-		t.Fatalf("after both buckets went: %s", got)
-	}
+	expectSeries(t, "after both buckets went")
 	if n := len(buckets.records); n != 0 {
 		t.Fatalf("%d records left with no series to show", n)
 	}
