@@ -162,16 +162,19 @@ func TestSyncMemo(t *testing.T) {
 		kind     string
 		key      types.NamespacedName
 		uid      types.UID
-		version  string
+		version  syncInputs
 		at       time.Time
 		interval time.Duration
 		want     bool
 	}
-	done := func(key types.NamespacedName, uid types.UID, version string, at time.Time) op {
+	v := func(generation int64, store types.UID, storeGeneration int64) syncInputs {
+		return syncInputs{generation: generation, store: store, storeGeneration: storeGeneration}
+	}
+	done := func(key types.NamespacedName, uid types.UID, version syncInputs, at time.Time) op {
 		return op{kind: "done", key: key, uid: uid, version: version, at: at}
 	}
 	forget := func(key types.NamespacedName) op { return op{kind: "forget", key: key} }
-	due := func(key types.NamespacedName, uid types.UID, version string, at time.Time, interval time.Duration, want bool) op {
+	due := func(key types.NamespacedName, uid types.UID, version syncInputs, at time.Time, interval time.Duration, want bool) op {
 		return op{kind: "due", key: key, uid: uid, version: version, at: at, interval: interval, want: want}
 	}
 
@@ -180,72 +183,72 @@ func TestSyncMemo(t *testing.T) {
 		ops  []op
 	}{
 		{"empty memo is due", []op{
-			due(keyA, "u1", "1/s/1", t0, interval, true),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, true),
 		}},
 		{"forget on an empty memo is harmless", []op{
 			forget(keyA),
-			due(keyA, "u1", "1/s/1", t0, interval, true),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, true),
 		}},
 		{"done makes it not due", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u1", "1/s/1", t0, interval, false),
-			due(keyA, "u1", "1/s/1", t0.Add(time.Minute), interval, false),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, false),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(time.Minute), interval, false),
 		}},
 		{"interval expiry is inclusive", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u1", "1/s/1", t0.Add(interval-time.Nanosecond), interval, false),
-			due(keyA, "u1", "1/s/1", t0.Add(interval), interval, true),
-			due(keyA, "u1", "1/s/1", t0.Add(interval+time.Hour), interval, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(interval-time.Nanosecond), interval, false),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(interval), interval, true),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(interval+time.Hour), interval, true),
 		}},
 		{"zero interval is always due", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u1", "1/s/1", t0, 0, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u1", v(1, "s", 1), t0, 0, true),
 		}},
 		{"a shorter interval makes the same record due", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u1", "1/s/1", t0.Add(2*time.Minute), interval, false),
-			due(keyA, "u1", "1/s/1", t0.Add(2*time.Minute), time.Minute, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(2*time.Minute), interval, false),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(2*time.Minute), time.Minute, true),
 		}},
 		{"uid change is due", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u2", "1/s/1", t0, interval, true),
-			due(keyA, "u1", "1/s/1", t0, interval, false),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u2", v(1, "s", 1), t0, interval, true),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, false),
 		}},
 		{"version change is due", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyA, "u1", "2/s/1", t0, interval, true),
-			due(keyA, "u1", "1/s/2", t0, interval, true),
-			due(keyA, "u1", "1/t/1", t0, interval, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyA, "u1", v(2, "s", 1), t0, interval, true),
+			due(keyA, "u1", v(1, "s", 2), t0, interval, true),
+			due(keyA, "u1", v(1, "t", 1), t0, interval, true),
 		}},
 		{"done again moves the record on", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			done(keyA, "u1", "2/s/1", t0.Add(8*time.Minute)),
-			due(keyA, "u1", "1/s/1", t0.Add(9*time.Minute), interval, true),
-			due(keyA, "u1", "2/s/1", t0.Add(interval+time.Minute), interval, false),
-			due(keyA, "u1", "2/s/1", t0.Add(18*time.Minute), interval, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			done(keyA, "u1", v(2, "s", 1), t0.Add(8*time.Minute)),
+			due(keyA, "u1", v(1, "s", 1), t0.Add(9*time.Minute), interval, true),
+			due(keyA, "u1", v(2, "s", 1), t0.Add(interval+time.Minute), interval, false),
+			due(keyA, "u1", v(2, "s", 1), t0.Add(18*time.Minute), interval, true),
 		}},
 		{"new uid recorded replaces the old one", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			done(keyA, "u2", "1/s/1", t0),
-			due(keyA, "u1", "1/s/1", t0, interval, true),
-			due(keyA, "u2", "1/s/1", t0, interval, false),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			done(keyA, "u2", v(1, "s", 1), t0),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, true),
+			due(keyA, "u2", v(1, "s", 1), t0, interval, false),
 		}},
 		{"forget makes it due", []op{
-			done(keyA, "u1", "1/s/1", t0),
+			done(keyA, "u1", v(1, "s", 1), t0),
 			forget(keyA),
-			due(keyA, "u1", "1/s/1", t0, interval, true),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, true),
 		}},
 		{"keys are independent", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(keyB, "u1", "1/s/1", t0, interval, true),
-			done(keyB, "u2", "1/s/1", t0),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(keyB, "u1", v(1, "s", 1), t0, interval, true),
+			done(keyB, "u2", v(1, "s", 1), t0),
 			forget(keyA),
-			due(keyA, "u1", "1/s/1", t0, interval, true),
-			due(keyB, "u2", "1/s/1", t0, interval, false),
+			due(keyA, "u1", v(1, "s", 1), t0, interval, true),
+			due(keyB, "u2", v(1, "s", 1), t0, interval, false),
 		}},
 		{"same name in another namespace is another key", []op{
-			done(keyA, "u1", "1/s/1", t0),
-			due(types.NamespacedName{Namespace: "other", Name: keyA.Name}, "u1", "1/s/1", t0, interval, true),
+			done(keyA, "u1", v(1, "s", 1), t0),
+			due(types.NamespacedName{Namespace: "other", Name: keyA.Name}, "u1", v(1, "s", 1), t0, interval, true),
 		}},
 	}
 	for _, tc := range tests {
@@ -259,7 +262,7 @@ func TestSyncMemo(t *testing.T) {
 					m.forget(o.key)
 				case "due":
 					if got := m.due(o.key, o.uid, o.version, o.at, o.interval); got != o.want {
-						t.Errorf("step %d: due(%v, %q, %q, t0%+v, %v) = %v, want %v", i, o.key, o.uid, o.version, o.at.Sub(t0), o.interval, got, o.want)
+						t.Errorf("step %d: due(%v, %q, %+v, t0%+v, %v) = %v, want %v", i, o.key, o.uid, o.version, o.at.Sub(t0), o.interval, got, o.want)
 					}
 				}
 			}
@@ -279,8 +282,8 @@ func TestSyncMemoConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("sb-%d", (w+i)%5)}
-				m.done(key, "u", "v", t0)
-				_ = m.due(key, "u", "v", t0, time.Minute)
+				m.done(key, "u", syncInputs{generation: 1}, t0)
+				_ = m.due(key, "u", syncInputs{generation: 1}, t0, time.Minute)
 				if i%7 == 0 {
 					m.forget(key)
 				}
@@ -299,7 +302,7 @@ func TestSyncMemoVersion(t *testing.T) {
 	}
 	base := syncVersion(scope(1, "s1", 1))
 	if again := syncVersion(scope(1, "s1", 1)); again != base {
-		t.Errorf("syncVersion not stable: %q then %q", base, again)
+		t.Errorf("syncVersion not stable: %+v then %+v", base, again)
 	}
 	for name, s := range map[string]*bucketScope{
 		"bucket generation": scope(2, "s1", 1),
@@ -307,12 +310,12 @@ func TestSyncMemoVersion(t *testing.T) {
 		"store generation":  scope(1, "s1", 2),
 	} {
 		if v := syncVersion(s); v == base {
-			t.Errorf("a change of %s leaves syncVersion at %q", name, v)
+			t.Errorf("a change of %s leaves syncVersion at %+v", name, v)
 		}
 	}
-	// The fields are separated, so different triples never collide by concatenation.
+	// The fields are kept apart, so different triples never collide.
 	if a, b := syncVersion(scope(11, "s1", 1)), syncVersion(scope(1, "1s1", 1)); a == b {
-		t.Errorf("syncVersion collides: %q", a)
+		t.Errorf("syncVersion collides: %+v", a)
 	}
 }
 

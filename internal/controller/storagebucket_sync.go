@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -74,8 +73,16 @@ func resumable(sb *bkv1.StorageBucket, hash string) bool {
 		configured != nil && configured.ObservedGeneration == sb.Generation
 }
 
-func syncVersion(scope *bucketScope) string {
-	return fmt.Sprintf("%d/%s/%d", scope.sb.Generation, scope.store.UID, scope.store.Generation)
+// syncInputs identifies what a sync was of: the bucket's generation and the store (its
+// UID and generation). A sync of other inputs is not a sync of these.
+type syncInputs struct {
+	generation      int64
+	store           types.UID
+	storeGeneration int64
+}
+
+func syncVersion(scope *bucketScope) syncInputs {
+	return syncInputs{generation: scope.sb.Generation, store: scope.store.UID, storeGeneration: scope.store.Generation}
 }
 
 // syncSlot is the bucket's next moment on a grid of period interval whose offset is a
@@ -132,11 +139,11 @@ type syncMemo struct {
 
 type syncRecord struct {
 	uid     types.UID
-	version string
+	version syncInputs
 	at      time.Time
 }
 
-func (m *syncMemo) due(key types.NamespacedName, uid types.UID, version string, now time.Time, interval time.Duration) bool {
+func (m *syncMemo) due(key types.NamespacedName, uid types.UID, version syncInputs, now time.Time, interval time.Duration) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.records[key]
@@ -162,7 +169,7 @@ func (m *syncMemo) until(key types.NamespacedName, uid types.UID, now time.Time,
 	return max(0, rec.at.Add(interval).Sub(now))
 }
 
-func (m *syncMemo) done(key types.NamespacedName, uid types.UID, version string, now time.Time) {
+func (m *syncMemo) done(key types.NamespacedName, uid types.UID, version syncInputs, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.records == nil {
