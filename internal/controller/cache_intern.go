@@ -9,15 +9,22 @@ import (
 )
 
 // Every cached StorageBucket is decoded on its own, so the strings thousands of them
-// share (condition types, reasons and statuses, the namespace, the finalizer, enum
-// values, the store's name and endpoint, label and tag keys) are each held thousands
-// of times. The cache transform swaps them for one shared copy; strings are immutable,
-// so sharing cannot change what any reader sees. BenchmarkCachedStorageBucketHeap
-// measures the saving against the plain decode.
+// share (condition types, reasons and statuses, the namespace, enum values) are each
+// held thousands of times. The cache transform swaps them for one shared copy; strings
+// are immutable, so sharing cannot change what any reader sees.
+// BenchmarkCachedStorageBucketHeap measures the saving against the plain decode.
+//
+// Only strings from small sets a tenant cannot extend enter the table: what the API
+// server fixes (apiVersion, kind), namespaces (the platform team's), spec fields the
+// CRD restricts to an enum, and conditions, which only the operator writes. Free-form
+// fields a tenant writes (labels, tags, the store's name, the region, finalizers) are
+// left as decoded: a tenant could otherwise fill the table with values of its own and
+// turn the sharing off for everyone else. Our own finalizer is shared through its
+// constant, without the table.
 
 // internTableSize bounds the table: the fields interned come from small sets
-// (namespaces and stores are the largest), and once the table is full strings are
-// kept as decoded, so a cluster with endless distinct values costs a fixed amount.
+// (namespaces are the largest), and once the table is full strings are kept as
+// decoded, so even a cluster with endless namespaces costs a fixed amount.
 const internTableSize = 4096
 
 // internTable holds one copy of each string it was given, up to its size.
@@ -48,39 +55,24 @@ func (t *internTable) intern(s string) string {
 	return s
 }
 
-// internMap returns m with interned keys and values; the map is rebuilt (so that its
-// keys are the shared copies) only when it has any entry.
-func (t *internTable) internMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[t.intern(k)] = t.intern(v)
-	}
-	return out
-}
-
 // internStorageBucket makes sb share the strings it repeats with other cached
 // StorageBuckets, and the ones it repeats within itself.
 func (t *internTable) internStorageBucket(sb *bkv1.StorageBucket) {
 	sb.APIVersion, sb.Kind = t.intern(sb.APIVersion), t.intern(sb.Kind)
 	sb.Namespace = t.intern(sb.Namespace)
 	for i, f := range sb.Finalizers {
-		sb.Finalizers[i] = t.intern(f)
+		if f == bkv1.Finalizer {
+			sb.Finalizers[i] = bkv1.Finalizer
+		}
 	}
-	sb.Labels = t.internMap(sb.Labels)
 
 	spec := &sb.Spec
-	spec.ObjectStoreRef.Name = t.intern(spec.ObjectStoreRef.Name)
-	spec.Region = t.intern(spec.Region)
 	spec.Versioning = bkv1.VersioningState(t.intern(string(spec.Versioning)))
 	spec.PublicAccess = bkv1.PublicAccess(t.intern(string(spec.PublicAccess)))
 	spec.DeletionPolicy = bkv1.DeletionPolicy(t.intern(string(spec.DeletionPolicy)))
 	spec.Adoption = bkv1.AdoptionPolicy(t.intern(string(spec.Adoption)))
 	spec.Probe.Mode = bkv1.ProbeMode(t.intern(string(spec.Probe.Mode)))
 	spec.Access = t.intern(spec.Access)
-	spec.Tags = t.internMap(spec.Tags)
 
 	status := &sb.Status
 	for i := range status.Conditions {
@@ -88,18 +80,12 @@ func (t *internTable) internStorageBucket(sb *bkv1.StorageBucket) {
 		c.Type, c.Reason = t.intern(c.Type), t.intern(c.Reason)
 		c.Status = metav1.ConditionStatus(t.intern(string(c.Status)))
 	}
-	status.Endpoint, status.Region = t.intern(status.Endpoint), t.intern(status.Region)
 	if ci := status.CreateIntent; ci != nil {
 		if ci.BucketName == status.BucketName {
 			ci.BucketName = status.BucketName
 		}
 		if ci.UID == sb.UID {
 			ci.UID = sb.UID
-		}
-	}
-	if a := status.Applied; a != nil {
-		for i, k := range a.TagKeys {
-			a.TagKeys[i] = t.intern(k)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -84,12 +85,10 @@ func TestInternStorageBucket(t *testing.T) {
 	shared := map[string][2]string{
 		"namespace":        {a.Namespace, b.Namespace},
 		"finalizer":        {a.Finalizers[0], b.Finalizers[0]},
-		"store":            {a.Spec.ObjectStoreRef.Name, b.Spec.ObjectStoreRef.Name},
 		"condition type":   {a.Status.Conditions[3].Type, b.Status.Conditions[3].Type},
 		"condition reason": {a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason},
 		"condition status": {string(a.Status.Conditions[0].Status), string(b.Status.Conditions[1].Status)},
-		"endpoint":         {a.Status.Endpoint, b.Status.Endpoint},
-		"applied tag key":  {a.Status.Applied.TagKeys[0], b.Status.Applied.TagKeys[0]},
+		"deletion policy":  {string(a.Spec.DeletionPolicy), string(b.Spec.DeletionPolicy)},
 		"own bucket name":  {a.Status.BucketName, a.Status.CreateIntent.BucketName},
 		"own UID":          {string(a.UID), string(a.Status.CreateIntent.UID)},
 	}
@@ -98,15 +97,31 @@ func TestInternStorageBucket(t *testing.T) {
 			t.Errorf("%s %q is held twice", what, s[0])
 		}
 	}
-	for k := range a.Labels {
-		for l := range b.Labels {
-			if !sameData(k, l) {
-				t.Errorf("label key %q is held twice", k)
-			}
-		}
-	}
 	if sameData(a.Status.BucketName, b.Status.BucketName) {
 		t.Error("two buckets' names share storage: the test cannot tell interning from aliasing")
+	}
+}
+
+// TestInternTakesNothingFromTenants: what a tenant writes freely (labels, tags, the
+// store's name, the region, finalizers of its own) never enters the table, so no
+// tenant can fill it and turn the sharing off for the others.
+func TestInternTakesNothingFromTenants(t *testing.T) {
+	table := &internTable{}
+	sb := decodeBucket(t, readyBucketJSON(t, 1))
+	sb.Labels = map[string]string{"hostile-label": "hostile-value"}
+	sb.Spec.Tags = map[string]string{"hostile-tag": "hostile-tag-value"}
+	sb.Spec.ObjectStoreRef.Name = "hostile-store"
+	sb.Spec.Region = "hostile-region"
+	sb.Finalizers = append(sb.Finalizers, "hostile.example/finalizer")
+	sb.Status.Applied.TagKeys = []string{"hostile-tag"}
+	table.internStorageBucket(sb)
+	for s := range table.strings {
+		if strings.HasPrefix(s, "hostile") {
+			t.Errorf("the table holds %q, which a tenant wrote", s)
+		}
+	}
+	if len(table.strings) == 0 {
+		t.Fatal("the table holds nothing: the test cannot tell")
 	}
 }
 
