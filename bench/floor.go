@@ -33,8 +33,7 @@ type floorResult struct {
 // apply the configuration) and the same Kubernetes writes (create the object, add the
 // finalizer, write the connection Secret and the Ready status) — no queue, no cache, no
 // watch, no retries.
-func (e *env) floor(n int) (*floorResult, error) {
-	const ns = "floor"
+func (e *env) floor(ns string, n int) (*floorResult, error) {
 	if err := e.newNamespace(ns); err != nil {
 		return nil, err
 	}
@@ -91,7 +90,7 @@ func (e *env) floor(n int) (*floorResult, error) {
 
 func (e *env) floorOne(k8s client.Client, c s3.Client, ns string, i int) error {
 	ctx := e.ctx
-	bucket := fmt.Sprintf("floor-%05d", i)
+	bucket := fmt.Sprintf("%s-%05d", ns, i)
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bucket, Labels: map[string]string{"bench": "floor"}},
 		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: storeName}, Tags: map[string]string{"bench": "floor"}}}
 	if err := k8s.Create(ctx, sb); err != nil {
