@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,34 +52,22 @@ func (e *env) converge() error {
 		fmt.Printf("   round %d: %.1fs / %.1fs = %.2f×\n", i+1, r.seconds, r.floor.Seconds, r.ratio())
 		all = append(all, r)
 	}
-	ratios := make([]string, len(all))
+	roundRatios, shown := make([]float64, len(all)), make([]string, len(all))
 	for i, r := range all {
-		ratios[i] = fmt.Sprintf("%.2f", r.ratio())
+		roundRatios[i], shown[i] = r.ratio(), fmt.Sprintf("%.2f", r.ratio())
 	}
 	byRatio := slices.Clone(all)
-	slices.SortFunc(byRatio, func(a, b *convergeRound) int {
-		switch {
-		case a.ratio() < b.ratio():
-			return -1
-		case a.ratio() > b.ratio():
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(byRatio, func(a, b *convergeRound) int { return cmp.Compare(a.ratio(), b.ratio()) })
 	med := byRatio[(len(byRatio)-1)/2]
 	floor := med.floor
 
 	e.note("converge", fmt.Sprintf("time to all Ready / floor, median of %d rounds", len(all)),
-		fmt.Sprintf("%.1fs / %.1fs = %.2f× (rounds: %s)", med.seconds, floor.Seconds, med.ratio(), strings.Join(ratios, ", ")), "≤ 1.3×")
+		fmt.Sprintf("%.1fs / %.1fs = %.2f× (rounds: %s)", med.seconds, floor.Seconds, med.ratio(), strings.Join(shown, ", ")), "≤ 1.3×")
 	e.note("converge", "API requests / floor (both with the creates)", fmt.Sprintf("%.0f / %.0f = %.2f×", med.apiTotal, floor.APITotal, med.apiTotal/floor.APITotal), "≤ 1.15×")
 	e.note("converge", "API requests per bucket beyond the floor", describeBeyond(beyondFloor(med.apiReqs, floor.API, e.n)), "")
 	e.note("converge", "Events per bucket by reason", describePerBucket(med.events, e.n), "")
 	e.note("converge", "manager CPU, peak RSS", fmt.Sprintf("%.1f CPU-s, %.0f MiB", med.cpu, med.peak/(1<<20)), "")
 	e.note("converge", "CPU-s ours (manager) / floor (its loop)", fmt.Sprintf("%.1f / %.1f", med.cpu, floor.CPUSeconds), "")
-	roundRatios := make([]float64, len(all))
-	for i, r := range all {
-		roundRatios[i] = r.ratio()
-	}
 	return e.writeResult("converge", map[string]any{
 		"n": e.n, "rounds": roundRatios, "seconds": med.seconds, "floorSeconds": floor.Seconds, "ratio": med.ratio(),
 		"apiRequests": med.apiReqs, "apiRequestsTotal": med.apiTotal, "floorApiRequests": floor.API, "floorApiRequestsTotal": floor.APITotal,
