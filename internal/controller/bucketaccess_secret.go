@@ -81,10 +81,16 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 	if !metav1.IsControlledBy(current, ba) {
 		return terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
 	}
+	// The cache holds a summary of the Secret (TransformSecret): the digest of its
+	// data, and the whole object is read before a write if metadata was left out.
+	if current, err = liveSecret(ctx, r.Stores.APIReader, current); err != nil {
+		return err
+	}
+	digest := cachedDigest(current)
 	before := current.DeepCopy()
 	setAccessSecretMeta(current, ba)
 	current.Data = data
-	if maps.EqualFunc(before.Data, current.Data, func(a, b []byte) bool { return string(a) == string(b) }) && maps.Equal(before.Labels, current.Labels) {
+	if digest == connectionDataDigest(data) && maps.Equal(before.Labels, current.Labels) {
 		return nil
 	}
 	return r.Update(ctx, current)

@@ -1,17 +1,21 @@
 package controller
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// TestTransformSecret: connection Secrets are cached without data but with a digest
-// that tells any two data apart; credentials Secrets, which the operator reads, keep
-// their data.
+// TestTransformSecret: Secrets are cached without data but with a digest that tells
+// any two data apart, whatever their role: a tenant can label its own Secrets with any
+// of them. The credentials the operator needs are read past the cache (secretData).
 func TestTransformSecret(t *testing.T) {
 	secret := func(role string, data map[string][]byte) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{bkv1.LabelSecretRole: role},
@@ -27,7 +31,7 @@ func TestTransformSecret(t *testing.T) {
 	}
 
 	creds := cached(secret(bkv1.SecretRoleCredentials, map[string][]byte{"accessKeyID": []byte("id")}))
-	if string(creds.Data["accessKeyID"]) != "id" || creds.Labels[cachedDataDigest] != "" || creds.ManagedFields != nil {
+	if creds.Data != nil || creds.Labels[cachedDataDigest] != connectionDataDigest(map[string][]byte{"accessKeyID": []byte("id")}) || creds.ManagedFields != nil {
 		t.Fatalf("credentials Secret cached as %+v", creds)
 	}
 
@@ -48,5 +52,66 @@ func TestTransformSecret(t *testing.T) {
 	forged.Labels[cachedDataDigest] = a.Labels[cachedDataDigest]
 	if cached(forged).Labels[cachedDataDigest] != b.Labels[cachedDataDigest] {
 		t.Fatal("a digest label from the server survived the transform")
+	}
+}
+
+// TestTransformSecretBoundsWhatATenantWrites: a labelled Secret of a tenant's, with a
+// megabyte of data and of metadata, costs the cache a few kilobytes; what was left out
+// is marked so that no write sends back the shortened copy.
+func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	labels := map[string]string{bkv1.LabelSecretRole: SecretRoleAccess, bkv1.LabelBucketAccess: "app"}
+	annotations := map[string]string{}
+	for i := range 2000 {
+		labels[fmt.Sprintf("tenant.example/l%04d", i)] = strings.Repeat("v", 63)
+		annotations[fmt.Sprintf("tenant.example/a%04d", i)] = strings.Repeat("v", 100)
+	}
+	controllerRef := metav1.OwnerReference{Kind: "BucketAccess", Name: "app", UID: "u", Controller: ptr.To(true)}
+	owners := []metav1.OwnerReference{}
+	for i := range 50 {
+		owners = append(owners, metav1.OwnerReference{Kind: "ConfigMap", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i))})
+	}
+	owners = append(owners, controllerRef)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: labels, Annotations: annotations, OwnerReferences: owners,
+		Finalizers: []string{"tenant.example/hold"}},
+		Data: map[string][]byte{"payload": []byte(big), bkv1.AccessSecretKeyAccessKeyID: []byte(big), bkv1.AccessSecretKeySecretKey: []byte("k")}}
+
+	got := summarizeSecret(s)
+	if got.Data != nil {
+		t.Errorf("kept %d data keys of a Secret whose key ID is a megabyte", len(got.Data))
+	}
+	size := 0
+	for k, v := range got.Labels {
+		size += len(k) + len(v)
+	}
+	for k, v := range got.Annotations {
+		size += len(k) + len(v)
+	}
+	if size > 2*maxCachedMetadata+1024 {
+		t.Errorf("cached labels and annotations are %d bytes, want at most %d", size, 2*maxCachedMetadata+1024)
+	}
+	if got.Labels[bkv1.LabelSecretRole] != SecretRoleAccess || got.Labels[bkv1.LabelBucketAccess] != "app" {
+		t.Errorf("the operator's own labels were not kept: %v", got.Labels)
+	}
+	if len(got.OwnerReferences) != maxCachedOwnerRefs || !metav1.IsControlledBy(got, &metav1.ObjectMeta{UID: "u"}) {
+		t.Errorf("owner references %v: want %d with the controller's", got.OwnerReferences, maxCachedOwnerRefs)
+	}
+	if got.Labels[cachedTruncated] == "" || got.Finalizers != nil {
+		t.Errorf("a shortened copy is not marked, or kept finalizers: %v %v", got.Labels, got.Finalizers)
+	}
+
+	// The key pair of a real access Secret is kept: the reconcile resumes from it.
+	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{bkv1.LabelSecretRole: SecretRoleAccess}},
+		Data: map[string][]byte{bkv1.AccessSecretKeyAccessKeyID: []byte("AKIA1"), bkv1.AccessSecretKeySecretKey: []byte("secret"), bkv1.AccessSecretKeyRegion: []byte("r")}}
+	got = summarizeSecret(s)
+	if len(got.Data) != 2 || string(got.Data[bkv1.AccessSecretKeyAccessKeyID]) != "AKIA1" || got.Labels[cachedTruncated] != "" {
+		t.Errorf("access Secret cached as %v %v", got.Data, got.Labels)
+	}
+	if got.Labels[cachedDataDigest] != connectionDataDigest(s.Data) {
+		t.Error("the digest is not of the whole data")
+	}
+	// cachedDigest hands back the digest and leaves a copy fit to write.
+	if d := cachedDigest(got); d != connectionDataDigest(s.Data) || got.Labels[cachedDataDigest] != "" {
+		t.Errorf("cachedDigest = %q, labels %v", d, got.Labels)
 	}
 }

@@ -58,13 +58,13 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 	case !metav1.IsControlledBy(current, sb) && !leftByEarlierIncarnation(current, sb):
 		return terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q is controlled by another object; set spec.connectionSecret.name to another name", name)
 	default:
-		// The cache keeps connection Secrets without their data, with its digest
-		// instead (TransformSecret); a copy read past the cache has the data itself.
-		digest, cached := current.Labels[cachedDataDigest]
-		if !cached {
-			digest = connectionDataDigest(current.Data)
+		// The cache keeps Secrets without their data, with its digest instead
+		// (TransformSecret); a copy that left metadata out is read whole before it
+		// is written.
+		if current, err = liveSecret(ctx, r.Stores.APIReader, current); err != nil {
+			return err
 		}
-		delete(current.Labels, cachedDataDigest) // never written to the server
+		digest := cachedDigest(current)
 		before := current.DeepCopy()
 		setConnectionMeta(current, sb)
 		if !metav1.IsControlledBy(current, sb) {
@@ -157,18 +157,18 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	if ref == nil || accessProviderOf(scope.store) != bkv1.AccessProviderStatic {
 		return data, nil // IAM keys go to BucketAccess Secrets; None means no keys
 	}
-	app, err := r.Stores.labelledSecret(ctx, ref)
+	app, err := r.Stores.secretData(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	scope.appCredentialsVersion = app.ResourceVersion
-	id, secret := app.Data[bkv1.CredentialsKeyAccessKeyID], app.Data[bkv1.CredentialsKeySecretAccessKey]
+	scope.appCredentialsVersion = app.resourceVersion
+	id, secret := app.data[bkv1.CredentialsKeyAccessKeyID], app.data[bkv1.CredentialsKeySecretAccessKey]
 	if len(id) == 0 || len(secret) == 0 {
 		return nil, terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
 			types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)
 	}
 	data[bkv1.SecretKeyAWSAccessKeyID], data[bkv1.SecretKeyAWSSecretKey] = id, secret
-	if token := app.Data[bkv1.CredentialsKeySessionToken]; len(token) > 0 {
+	if token := app.data[bkv1.CredentialsKeySessionToken]; len(token) > 0 {
 		data[bkv1.SecretKeyAWSSessionToken] = token
 	}
 	return data, nil

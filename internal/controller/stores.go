@@ -47,6 +47,7 @@ type StoreRegistry struct {
 
 	mu      sync.Mutex
 	clients map[string]*storeClients
+	secrets map[string]storeSecret // by "<namespace>/<name>"; see secretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
 }
@@ -200,19 +201,65 @@ func (r *StoreRegistry) credentials(ctx context.Context, ref *bkv1.SecretReferen
 	if ref == nil {
 		return map[string]string{}, "default-chain", nil
 	}
-	secret, err := r.labelledSecret(ctx, ref)
+	secret, err := r.secretData(ctx, ref)
 	if err != nil {
 		return nil, "", err
 	}
 	data := map[string]string{}
-	for k, v := range secret.Data {
+	for k, v := range secret.data {
 		data[k] = string(v)
 	}
 	if data[bkv1.CredentialsKeyAccessKeyID] == "" || data[bkv1.CredentialsKeySecretAccessKey] == "" {
 		return nil, "", &StoreError{Reason: bkv1.ReasonCredentialsMissing,
 			Message: fmt.Sprintf("Secret %s/%s must have the keys %s and %s", ref.Namespace, ref.Name, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)}
 	}
-	return data, string(secret.UID) + "/" + secret.ResourceVersion, nil
+	return data, secret.version(), nil
+}
+
+// storeSecret is the data of a Secret an ObjectStore names, as of one version.
+type storeSecret struct {
+	uid             types.UID
+	resourceVersion string
+	data            map[string][]byte
+}
+
+// version changes whenever the Secret does, also when it is deleted and made again.
+func (s storeSecret) version() string { return string(s.uid) + "/" + s.resourceVersion }
+
+// secretData returns the data of a Secret a store names, and its version
+// ("<uid>/<resourceVersion>"). The cache holds no Secret's data (TransformSecret), since
+// anyone may label a Secret so that it is cached: the data of the Secrets ObjectStores
+// name is read from the API server when their version changes and kept here, one entry
+// per Secret a store names, which only the platform team decides.
+func (r *StoreRegistry) secretData(ctx context.Context, ref *bkv1.SecretReference) (storeSecret, error) {
+	secret, err := r.labelledSecret(ctx, ref)
+	if err != nil {
+		return storeSecret{}, err
+	}
+	key := ref.Namespace + "/" + ref.Name
+	r.mu.Lock()
+	known, ok := r.secrets[key]
+	r.mu.Unlock()
+	if ok && known.uid == secret.UID && known.resourceVersion == secret.ResourceVersion {
+		return known, nil
+	}
+	if _, summary := secret.Labels[cachedDataDigest]; summary {
+		secret = &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return storeSecret{}, &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+			}
+			return storeSecret{}, err
+		}
+	}
+	known = storeSecret{uid: secret.UID, resourceVersion: secret.ResourceVersion, data: secret.Data}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets == nil {
+		r.secrets = map[string]storeSecret{}
+	}
+	r.secrets[key] = known
+	return known, nil
 }
 
 // labelledSecret gets a Secret a store names. The cache only holds labelled Secrets, so

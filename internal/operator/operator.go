@@ -126,16 +126,17 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// cacheOptions limits the cache: only Secrets the operator labels are cached (the
-// connection Secrets it writes and the credentials Secrets stores name), never every
-// Secret in the cluster; and with a namespace or label selector only those objects.
+// cacheOptions limits the cache: only Secrets with one of the operator's role labels
+// are cached (the connection and access Secrets it writes and the credentials Secrets
+// stores name), never every Secret in the cluster, and each as a bounded summary
+// without its data (controller.TransformSecret), since a tenant can label its own
+// Secrets so; with a namespace or label selector only those objects.
 func cacheOptions(opts Options) (cache.Options, error) {
-	secretRole, err := labels.NewRequirement(bkv1.LabelSecretRole, selection.Exists, nil)
+	secretRole, err := labels.NewRequirement(bkv1.LabelSecretRole, selection.In,
+		[]string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, controller.SecretRoleAccess})
 	if err != nil {
 		return cache.Options{}, err
 	}
-	// Connection Secrets are cached as metadata and a digest of their data: one per
-	// bucket, and the data is only ever compared (see controller.TransformSecret).
 	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole), Transform: controller.TransformSecret()}
 	if opts.WatchNamespace != "" {
 		// Stores are cluster-scoped and name their credentials Secrets in any namespace

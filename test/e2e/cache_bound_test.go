@@ -1,0 +1,131 @@
+package e2e_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+)
+
+// heapGrowthBound is what 500 hostile Secrets may add to the manager's live heap: the
+// cache keeps each as a summary of at most a few kilobytes (TransformSecret), so the
+// figure is about 2 MiB; the bound leaves room for the informers' own bookkeeping and
+// for whatever else this process allocates meanwhile. Keeping their data would cost
+// 500 MiB.
+const heapGrowthBound = 32 << 20
+
+// TestLabelledSecretsDoNotGrowTheManager: a tenant with Secrets in its namespace labels
+// 500 of them, of 1 MB each, with every role the manager caches. The manager's live heap
+// stays within heapGrowthBound, and it keeps serving buckets, whose credentials it now
+// reads past the cache.
+func TestLabelledSecretsDoNotGrowTheManager(t *testing.T) {
+	mgr := startManager(t, cfg, operator.Options{})
+	f := newFixture(t, "")
+	f.waitCondition(f.bucket("before", nil), bkv1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
+	tenant := asSecretWriter(t, f)
+
+	roles := []string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, controller.SecretRoleAccess}
+	selector := client.MatchingLabels{"test.bucketkeeper.io/flood": "true"}
+	cached := func() (int, error) {
+		list := &corev1.SecretList{}
+		n := 0
+		for _, role := range roles {
+			if err := mgr.GetCache().List(f.ctx, list, client.InNamespace(f.ns), selector, client.MatchingLabels{bkv1.LabelSecretRole: role}); err != nil {
+				return 0, err
+			}
+			n += len(list.Items)
+		}
+		return n, nil
+	}
+	before := liveHeap()
+
+	const n, size = 500, 1_000_000 // a Secret's data may be at most 1 MiB in all
+	payload := []byte(strings.Repeat("p", size))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			role := roles[i%len(roles)]
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("flood-%03d", i),
+					Labels: map[string]string{bkv1.LabelSecretRole: role, "test.bucketkeeper.io/flood": "true"}},
+				// An access Secret's key pair is the one thing the cache may keep: make
+				// it as large as the rest.
+				Data: map[string][]byte{bkv1.AccessSecretKeyAccessKeyID: payload[:size/2], bkv1.AccessSecretKeySecretKey: payload[size/2:]},
+			}
+			errs <- tenant.Create(f.ctx, s)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(f.ctx, &corev1.Secret{}, client.InNamespace(f.ns), selector)
+	})
+	f.eventually(2*time.Minute, "the manager's cache to hold all 500 Secrets", func() error {
+		got, err := cached()
+		if err != nil || got != n {
+			return fmt.Errorf("%d cached, %v", got, err)
+		}
+		return nil
+	})
+	after := liveHeap()
+	growth := int64(after) - int64(before)
+	t.Logf("live heap %d MiB before, %d MiB after 500 labelled 1 MB Secrets (growth %d KiB)", before>>20, after>>20, growth>>10)
+	if growth > heapGrowthBound {
+		t.Errorf("live heap grew by %d MiB, more than %d MiB", growth>>20, heapGrowthBound>>20)
+	}
+	// The manager still serves buckets: the store's credentials come from the API server.
+	f.waitCondition(f.bucket("after", nil), bkv1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
+}
+
+// liveHeap is the heap in use after a full collection: what the process keeps.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// asSecretWriter returns a client that acts as a tenant allowed every verb on Secrets
+// in its own namespace, and nothing else.
+func asSecretWriter(t *testing.T, f *fixture) client.Client {
+	t.Helper()
+	must(t, k8s.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"}}))
+	must(t, k8s.Create(f.ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}}},
+	}))
+	must(t, k8s.Create(f.ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "secret-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.ns, Name: "secret-writer"}},
+	}))
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + f.ns + ":secret-writer",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"}}
+	c, err := client.New(as, client.Options{Scheme: operator.Scheme()})
+	must(t, err)
+	return c
+}
