@@ -108,6 +108,10 @@ func TestStorageBucketAdmissionRejectsInvalidSpecs(t *testing.T) {
 			assertRejected(t, err, tc.want)
 		})
 	}
+	t.Run("name too long for its Secrets", func(t *testing.T) {
+		err := k8s.Create(testCtx(t), storageBucket(ns, strings.Repeat("n", 241), validBucketSpec()))
+		assertRejected(t, err, "a StorageBucket's name may have at most 240 characters")
+	})
 }
 
 // TestStorageBucketImmutableFields checks the transition rules: a bucket cannot move

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 )
 
 // currentAccessSecret returns the access's Secret, nil when there is none. A
@@ -102,7 +103,7 @@ func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
 	}
 	secret.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
 	secret.Labels[bkv1.LabelSecretRole] = SecretRoleAccess
-	secret.Labels[bkv1.LabelBucketAccess] = ba.Name
+	secret.Labels[bkv1.LabelBucketAccess] = naming.LabelValue(ba.Name)
 }
 
 // deleteAccessSecret removes the Secret of an access that is going away. Garbage

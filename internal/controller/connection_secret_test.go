@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -129,4 +131,25 @@ func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLongNamesGetValidLabels: a StorageBucket may be named with up to 240 characters,
+// a label value only 63. The connection Secret is labelled with a hash of the long name
+// (naming.LabelValue) and the claim becomes Ready; a second long name sharing the first
+// 63 characters gets a Secret of its own.
+func TestLongNamesGetValidLabels(t *testing.T) {
+	f := newFixture(t, seaweed)
+	stem := strings.Repeat("long-name-", 10)
+	first, second := f.bucket(stem+"first"), f.bucket(stem+"second")
+	for _, sb := range []*bkv1.StorageBucket{first, second} {
+		got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "")
+		secret := &corev1.Secret{}
+		must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: got.Status.ConnectionSecretName}, secret))
+		if v := secret.Labels[bkv1.LabelStorageBucket]; v != naming.LabelValue(sb.Name) || len(v) > 63 {
+			t.Errorf("%s: connection Secret labelled %q", sb.Name, v)
+		}
+	}
+	if naming.LabelValue(first.Name) == naming.LabelValue(second.Name) {
+		t.Error("two long names share a label value")
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 )
 
 func connectionSecretName(sb *bkv1.StorageBucket) string {
@@ -109,14 +110,14 @@ func setConnectionMeta(s *corev1.Secret, sb *bkv1.StorageBucket) {
 	}
 	s.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
 	s.Labels[bkv1.LabelSecretRole] = bkv1.SecretRoleConnection
-	s.Labels[bkv1.LabelStorageBucket] = sb.Name
+	s.Labels[bkv1.LabelStorageBucket] = naming.LabelValue(sb.Name)
 }
 
 // deleteStaleConnectionSecrets removes Secrets this claim wrote under an earlier
 // spec.connectionSecret.name.
 func (r *StorageBucketReconciler) deleteStaleConnectionSecrets(ctx context.Context, sb *bkv1.StorageBucket, keep string) error {
 	list := &corev1.SecretList{}
-	if err := r.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingLabels{bkv1.LabelStorageBucket: sb.Name, bkv1.LabelSecretRole: bkv1.SecretRoleConnection}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(sb.Namespace), client.MatchingLabels{bkv1.LabelStorageBucket: naming.LabelValue(sb.Name), bkv1.LabelSecretRole: bkv1.SecretRoleConnection}); err != nil {
 		return err
 	}
 	for i := range list.Items {

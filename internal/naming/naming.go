@@ -75,3 +75,21 @@ func Validate(name string) error {
 	}
 	return nil
 }
+
+// maxLabelValue is Kubernetes' limit on a label value.
+const maxLabelValue = 63
+
+// LabelValue returns an object's name as a label value: the name itself when it fits,
+// else its first characters and a hash of the whole name. Object names may be up to 253
+// characters and a label value only 63; the operator labels Secrets with the names of
+// the objects they belong to, and a longer label would make every write fail. The
+// result is deterministic, so selectors built from it find what writes labelled.
+func LabelValue(name string) string {
+	if len(name) <= maxLabelValue {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	hash := hex.EncodeToString(sum[:])[:16]
+	// A label value must end in an alphanumeric character; the hash does.
+	return strings.TrimRight(name[:maxLabelValue-1-len(hash)], "-_.") + "-" + hash
+}

@@ -3,6 +3,8 @@ package naming
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestBucketName(t *testing.T) {
@@ -69,4 +71,29 @@ func FuzzBucketName(f *testing.F) {
 			t.Fatalf("not deterministic: %q then %q", got, again)
 		}
 	})
+}
+
+func TestLabelValue(t *testing.T) {
+	short := "reports"
+	if got := LabelValue(short); got != short {
+		t.Errorf("LabelValue(%q) = %q, want it unchanged", short, got)
+	}
+	exact := strings.Repeat("a", 63)
+	if got := LabelValue(exact); got != exact {
+		t.Errorf("a 63-character name was changed: %q", got)
+	}
+	long := strings.Repeat("b", 62) + ".-" + strings.Repeat("c", 189)
+	other := strings.Repeat("b", 62) + ".-" + strings.Repeat("d", 189)
+	a, b := LabelValue(long), LabelValue(other)
+	if a == b {
+		t.Errorf("two long names share the label value %q", a)
+	}
+	for _, v := range []string{a, b, LabelValue(strings.Repeat("x", 46) + "-" + strings.Repeat("y", 40))} {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("LabelValue gave %q: %v", v, errs)
+		}
+	}
+	if LabelValue(long) != a {
+		t.Error("LabelValue is not deterministic")
+	}
 }
