@@ -100,13 +100,14 @@ func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	})
 }
 
-// reconcileSuspended stops probing the bucket and records the suspension.
-func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, _ *statusPatcher) (ctrl.Result, error) {
+// reconcileSuspended stops probing the bucket and records the suspension; the
+// guardrails still hold (checkSuspended).
+func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
 	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
 	r.passes.forget(client.ObjectKeyFromObject(sb))
 	r.Prober.forget(client.ObjectKeyFromObject(sb))
 	markSuspended(sb)
-	return ctrl.Result{}, nil
+	return r.checkSuspended(ctx, &bucketScope{sb: sb, patcher: patcher})
 }
 
 // reconcileNormal runs the sub-reconcilers in order; each needs what the one before

@@ -11,10 +11,25 @@ import (
 
 // reconcileGuardrails refuses what the ObjectStore's guardrails do not allow, before
 // anything is sent to the store: a refused claim creates, tags and configures nothing.
-// It runs on every pass, so a guardrail the platform team tightens later stalls the
-// claims it now refuses (their buckets are left as they are). Each refusal's reason
-// names the guardrail.
-func (r *StorageBucketReconciler) reconcileGuardrails(_ context.Context, scope *bucketScope) error {
+// It runs on every pass, suspended or not, so a guardrail the platform team tightens
+// later stalls the claims it now refuses, and what it now forbids on their buckets
+// (public access, a public or refused policy the operator set) is withdrawn. Each
+// refusal's reason names the guardrail.
+func (r *StorageBucketReconciler) reconcileGuardrails(ctx context.Context, scope *bucketScope) error {
+	refusal := checkGuardrails(scope)
+	if refusal == nil {
+		return nil
+	}
+	if err := r.withdrawForbidden(ctx, scope, refusal); err != nil {
+		// The refusal stands; what it forbids is still on the bucket, so retry.
+		return &stepError{Reason: refusal.Reason, Message: refusal.Message + "; removing what it forbids from the bucket failed, will retry", Err: err}
+	}
+	return refusal
+}
+
+// checkGuardrails is the guardrails' verdict on the claim, from its spec and the store's
+// spec alone.
+func checkGuardrails(scope *bucketScope) *stepError {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
 	if prefix := store.Spec.BucketNamePrefix; sb.Spec.BucketName != "" && prefix != "" && !rails.AllowAnyBucketName && !strings.HasPrefix(sb.Spec.BucketName, prefix) {
@@ -34,11 +49,12 @@ func (r *StorageBucketReconciler) reconcileGuardrails(_ context.Context, scope *
 	}
 	if raw := policyDocument(sb.Spec.Policy); raw != "" {
 		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket)
-		if errors.As(err, &refused) {
-			return terminalf(bkv1.ReasonPolicyNotAllowed, "%s", refused.Message)
-		}
 		if err != nil {
-			return err
+			message := err.Error()
+			if errors.As(err, &refused) {
+				message = refused.Message
+			}
+			return terminalf(bkv1.ReasonPolicyNotAllowed, "%s", message)
 		}
 		if report.Public != "" && !rails.AllowPublicBuckets {
 			return terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",

@@ -1,0 +1,100 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// publicReadPolicy lets anyone read the bucket's objects.
+func publicReadPolicy(t *testing.T, bucket string) *apiextensionsv1.JSON {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{
+		"Version": "2012-10-17",
+		"Statement": []any{map[string]any{
+			"Sid": "PublicRead", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+			"Resource": "arn:aws:s3:::" + bucket + "/*",
+		}},
+	})
+	must(t, err)
+	return &apiextensionsv1.JSON{Raw: raw}
+}
+
+// anonymousGet reads an object with no credentials at all, as anyone on the network
+// could, and returns the HTTP status.
+func anonymousGet(t *testing.T, server *testenv.S3Server, bucket, key string) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/%s/%s", server.Endpoint, bucket, key))
+	must(t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// TestSuspendDoesNotExemptFromGuardrails: a tenant's public bucket, allowed while the
+// store allowed public buckets, is suspended; then the platform team turns public
+// buckets off. The suspended claim is Stalled with the guardrail's reason, anonymous
+// reads stop working and the operator's policy is gone from the bucket; the data stays.
+func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
+	for _, server := range []*testenv.S3Server{seaweed, versity} {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			f := newFixture(t, server, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowPublicBuckets = true })
+			bucket := "pub-" + f.ns
+			sb := f.bucket("public", func(sb *bkv1.StorageBucket) {
+				sb.Spec.BucketName = bucket
+				sb.Spec.PublicAccess = bkv1.PublicAccessAllowed
+				sb.Spec.Policy = publicReadPolicy(t, bucket)
+				sb.Spec.DeletionPolicy = bkv1.DeletionPolicyPurge
+			})
+			f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "")
+			data := []byte("tenant data")
+			must(t, f.admin.PutObject(f.ctx, bucket, "report.csv", data))
+			if code := anonymousGet(t, server, bucket, "report.csv"); code != http.StatusOK {
+				t.Fatalf("the public policy does not work on %s to begin with: anonymous GET = %d", server.Kind, code)
+			}
+
+			f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) { s.Suspend = true })
+			f.waitCondition(sb, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended)
+			must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				store := &bkv1.ObjectStore{}
+				if err := k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store); err != nil {
+					return err
+				}
+				store.Spec.Guardrails.AllowPublicBuckets = false
+				return k8s.Update(f.ctx, store)
+			}))
+
+			got := f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonPublicAccessNotAllowed)
+			if c := findCond(got, bkv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != bkv1.ReasonPublicAccessNotAllowed {
+				t.Errorf("Ready = %+v, want False/%s", c, bkv1.ReasonPublicAccessNotAllowed)
+			}
+			if c := findCond(got, bkv1.ConditionSuspended); c == nil || c.Status != metav1.ConditionTrue {
+				t.Errorf("Suspended = %+v, want True", c)
+			}
+			f.eventually(30*time.Second, "anonymous reads refused", func() error {
+				if code := anonymousGet(t, server, bucket, "report.csv"); code == http.StatusOK {
+					return errf("anonymous GET = %d", code)
+				}
+				return nil
+			})
+			if policy, err := f.admin.GetBucketPolicy(f.ctx, bucket); err != nil || policy != "" {
+				t.Errorf("policy left on the bucket: %q, %v", policy, err)
+			}
+			if have, err := f.admin.GetObject(f.ctx, bucket, "report.csv", 1<<10); err != nil || string(have) != string(data) {
+				t.Errorf("the tenant's object = %q, %v; want it unchanged", have, err)
+			}
+			f.waitEvent(sb, bkv1.ReasonPublicAccessNotAllowed)
+		})
+	}
+}
