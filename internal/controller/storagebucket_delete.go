@@ -126,7 +126,7 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.
 func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
-	c, err := r.Stores.ClientForRegion(ctx, store, cmp.Or(sb.Status.Region, sb.Spec.Region))
+	c, err := r.Stores.ClientForRegion(ctx, store, cmp.Or(sb.Status.Region, sb.Spec.Region), sb.Namespace)
 	if err != nil {
 		return false, err
 	}

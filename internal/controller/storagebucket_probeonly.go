@@ -161,7 +161,7 @@ func (r *StorageBucketReconciler) unchangedScope(ctx context.Context, sb *bkv1.S
 	if region == "" {
 		region = storeRegion(store)
 	}
-	c, err := r.Stores.ClientForRegion(ctx, store, region)
+	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
 	if err != nil {
 		return nil, false
 	}

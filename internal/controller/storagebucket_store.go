@@ -39,7 +39,7 @@ func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *buc
 	if region == "" {
 		region = storeRegion(store)
 	}
-	c, err := r.Stores.ClientForRegion(ctx, store, region)
+	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
 	if err != nil {
 		return err
 	}

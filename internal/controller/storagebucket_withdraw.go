@@ -47,7 +47,7 @@ func (r *StorageBucketReconciler) checkSuspended(ctx context.Context, scope *buc
 			region = storeRegion(store)
 		}
 		// Building the client sends nothing; only a withdrawal uses it.
-		if c, cerr := r.Stores.ClientForRegion(ctx, store, region); cerr == nil {
+		if c, cerr := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace); cerr == nil {
 			scope.s3, scope.region = c, region
 		}
 		err = r.reconcileGuardrails(ctx, scope)

@@ -83,6 +83,9 @@ type storeClients struct {
 	version  string
 	limiter  *rate.Limiter
 	byRegion map[string]s3.Client
+	// introducedBy names, for each region but the store's own, the namespace whose
+	// bucket first asked for it (see admitRegion).
+	introducedBy map[string]string
 }
 
 // StoreError is a problem with a store's configuration or credentials, reported with
@@ -97,20 +100,29 @@ func (e *StoreError) Error() string { return e.Message }
 // ClientFor returns the S3 client for store, signing for the store's region, building
 // it when the store's generation or its credentials changed since the last call.
 func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
-	return r.ClientForRegion(ctx, store, storeRegion(store))
+	return r.ClientForRegion(ctx, store, storeRegion(store), "")
 }
 
-// ClientForRegion returns a client for store that signs requests for region: a bucket
-// whose spec.region differs from the store's must be addressed with its own region
-// (AWS refuses a signature scoped to another region with AuthorizationHeaderMalformed).
-// All clients of a store share one token bucket, so the store's requestsPerSecond is a
-// budget for the store, not per region.
-// maxRegionsPerStore bounds the regions, and so the clients, one store may have.
-const maxRegionsPerStore = 16
+// Bounds on the regions, and so the clients (each with a connection pool of its own),
+// that one store may have. spec.region is a tenant's to write: each namespace may bring
+// at most maxRegionsPerNamespace regions besides the store's own, and the store serves
+// at most maxRegionsPerStore in all. The store's own region is always served, so no
+// tenant can crowd it out; a region a store already serves is served to every namespace.
+const (
+	maxRegionsPerStore     = 16
+	maxRegionsPerNamespace = 2
+)
 
-func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region string) (s3.Client, error) {
+// ClientForRegion returns a client for store that signs requests for region, for a
+// bucket of namespace ("" for the operator's own requests): a bucket whose spec.region
+// differs from the store's must be addressed with its own region (AWS refuses a
+// signature scoped to another region with AuthorizationHeaderMalformed). All clients of
+// a store share one token bucket, so the store's requestsPerSecond is a budget for the
+// store, not per region.
+func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region, namespace string) (s3.Client, error) {
+	home := storeRegion(store)
 	if region == "" {
-		region = storeRegion(store)
+		region = home
 	}
 	creds, credsVersion, err := r.credentials(ctx, store.Spec.CredentialsSecretRef)
 	if err != nil {
@@ -123,9 +135,10 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	entry, ok := r.clients[store.Name]
 	if !ok || entry.version != version {
 		entry = &storeClients{
-			version:  version,
-			limiter:  s3.NewLimiter(r.Budget(store)),
-			byRegion: map[string]s3.Client{},
+			version:      version,
+			limiter:      s3.NewLimiter(r.Budget(store)),
+			byRegion:     map[string]s3.Client{},
+			introducedBy: map[string]string{},
 		}
 		if r.clients == nil {
 			r.clients = map[string]*storeClients{}
@@ -135,11 +148,10 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	if c, ok := entry.byRegion[region]; ok {
 		return c, nil
 	}
-	if len(entry.byRegion) >= maxRegionsPerStore {
-		// spec.region is a tenant's to write, and each region costs a client with its
-		// own connection pool: a bounded number, however many claims ask.
-		return nil, &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
-			"ObjectStore %q already serves %d regions, the most one store may: use one of them in spec.region", store.Name, maxRegionsPerStore)}
+	if region != home {
+		if err := entry.admitRegion(store.Name, namespace); err != nil {
+			return nil, err
+		}
 	}
 	perSecond, burst := r.Budget(store)
 	cfg := s3.Config{
@@ -165,7 +177,30 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 		return nil, &StoreError{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
 	}
 	entry.byRegion[region] = c
+	if region != home {
+		entry.introducedBy[region] = namespace
+	}
 	return c, nil
+}
+
+// admitRegion refuses a region beyond the store's or the namespace's bound.
+func (e *storeClients) admitRegion(store, namespace string) error {
+	others := 0
+	for _, ns := range e.introducedBy {
+		if ns == namespace {
+			others++
+		}
+	}
+	switch {
+	case len(e.introducedBy) >= maxRegionsPerStore-1: // the store's own region is the last place
+		return &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
+			"ObjectStore %q already serves %d regions, the most one store may: use one of them in spec.region", store, maxRegionsPerStore)}
+	case namespace != "" && others >= maxRegionsPerNamespace:
+		return &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
+			"namespace %q already uses %d regions of ObjectStore %q besides its own, the most one namespace may: use one of them, or the store's, in spec.region",
+			namespace, maxRegionsPerNamespace, store)}
+	}
+	return nil
 }
 
 // Budget is this shard's part of store's request budget (spec.requestsPerSecond and

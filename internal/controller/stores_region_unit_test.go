@@ -84,14 +84,14 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eu, err := reg.ClientForRegion(ctx, store, "eu-west-1")
+	eu, err := reg.ClientForRegion(ctx, store, "eu-west-1", "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := reg.ClientForRegion(ctx, store, "eu-west-1"); again != eu {
+	if again, _ := reg.ClientForRegion(ctx, store, "eu-west-1", "team-a"); again != eu {
 		t.Error("a second bucket in eu-west-1 got a new client; clients are per (store, region)")
 	}
-	if same, _ := reg.ClientForRegion(ctx, store, ""); same != home {
+	if same, _ := reg.ClientForRegion(ctx, store, "", "team-a"); same != home {
 		t.Error("an empty region is not the store's region")
 	}
 	if len(limiters) != 2 || limiters[0] == nil || limiters[0] != limiters[1] {
@@ -132,7 +132,7 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 	if got := rec.of("in-virginia"); len(got) != 1 || got[0] != "us-east-1" {
 		t.Errorf("requests for the us-east-1 bucket were signed for %v", got)
 	}
-	eu, err = reg.ClientForRegion(ctx, store, "eu-west-1")
+	eu, err = reg.ClientForRegion(ctx, store, "eu-west-1", "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,23 +145,41 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 }
 
 // TestRegionsPerStoreAreBounded: tenants choose spec.region, so the clients a store may
-// have are bounded; the regions it already serves keep working.
+// have are bounded, per namespace and in all; the regions it already serves keep
+// working for everyone, and its own region is never crowded out.
 func TestRegionsPerStoreAreBounded(t *testing.T) {
 	built := 0
 	r := &StoreRegistry{Factory: func(context.Context, s3.Config) (s3.Client, error) { built++; return nil, nil }}
-	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "u"}}
-	for i := range maxRegionsPerStore {
-		if _, err := r.ClientForRegion(context.Background(), store, fmt.Sprintf("region-%d", i)); err != nil {
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "u"}, Spec: bkv1.ObjectStoreSpec{Region: "home"}}
+	ctx := context.Background()
+	refused := func(err error) bool {
+		var se *StoreError
+		return errors.As(err, &se) && se.Reason == bkv1.ReasonConfigFailed
+	}
+
+	// One namespace brings at most maxRegionsPerNamespace regions of its own.
+	for i := range maxRegionsPerNamespace {
+		if _, err := r.ClientForRegion(ctx, store, fmt.Sprintf("junk-%d", i), "hostile"); err != nil {
 			t.Fatalf("region %d: %v", i, err)
 		}
 	}
-	_, err := r.ClientForRegion(context.Background(), store, "one-too-many")
-	var se *StoreError
-	if !errors.As(err, &se) || se.Reason != bkv1.ReasonConfigFailed {
-		t.Fatalf("region %d: err = %v, want a ConfigFailed StoreError", maxRegionsPerStore+1, err)
+	if _, err := r.ClientForRegion(ctx, store, "junk-more", "hostile"); !refused(err) {
+		t.Fatalf("a namespace's region past its bound: err = %v, want a ConfigFailed StoreError", err)
 	}
-	if _, err := r.ClientForRegion(context.Background(), store, "region-0"); err != nil {
-		t.Errorf("a region already served stopped working: %v", err)
+	// Other namespaces fill the store up to its bound, the store's own region aside.
+	for i := maxRegionsPerNamespace; i < maxRegionsPerStore-1; i++ {
+		if _, err := r.ClientForRegion(ctx, store, fmt.Sprintf("region-%d", i), fmt.Sprintf("ns-%d", i)); err != nil {
+			t.Fatalf("region %d: %v", i, err)
+		}
+	}
+	if _, err := r.ClientForRegion(ctx, store, "one-too-many", "late"); !refused(err) {
+		t.Fatalf("region past the store's bound: err = %v, want a ConfigFailed StoreError", err)
+	}
+	if _, err := r.ClientForRegion(ctx, store, "home", "late"); err != nil {
+		t.Errorf("the store's own region was crowded out: %v", err)
+	}
+	if _, err := r.ClientForRegion(ctx, store, "junk-0", "late"); err != nil {
+		t.Errorf("a region already served is refused to another namespace: %v", err)
 	}
 	if built != maxRegionsPerStore {
 		t.Errorf("%d clients built, want %d", built, maxRegionsPerStore)
