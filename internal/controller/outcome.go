@@ -67,10 +67,16 @@ func asStepError(err error, doing string) *stepError {
 	verdict := verdictOf(kind)
 	msg := fmt.Sprintf("%s: %v", doing, err)
 	var s3err *s3.Error
-	if verdict.storeDetail && errors.As(err, &s3err) {
-		// Tenants read this message; the store's addresses and TLS details stay in
-		// the ObjectStore's status and the logs.
-		msg = fmt.Sprintf("%s: %s; the ObjectStore's status has the details", doing, s3err.Summary())
+	if errors.As(err, &s3err) {
+		// Tenants read this message: the operation, the kind of failure and the store's
+		// error code. The store's own text (which may name its addresses, TLS chain,
+		// internal paths or other tenants' buckets) stays in the ObjectStore's status and
+		// the operator's log, which summarizeFailure writes with the whole error.
+		where := "the operator's log has the store's message"
+		if verdict.storeDetail {
+			where = "the ObjectStore's status has the details"
+		}
+		msg = fmt.Sprintf("%s: %s; %s", doing, s3err.Summary(), where)
 	}
 	out := &stepError{Reason: verdict.reason, Terminal: verdict.terminal, Message: msg, Err: err}
 	return out
