@@ -18,6 +18,8 @@ const purgeReportInterval = 10 * time.Second
 type purgeProgress struct {
 	deleted, aborted, passes int
 	lastReport               time.Time
+	// paced: the next pass waits for the store's purge budget until then.
+	paced time.Time
 }
 
 func (p purgeProgress) totals() string {
@@ -65,6 +67,23 @@ func (m *purgeMemo) reportDue(uid types.UID, now time.Time) bool {
 	p.lastReport = now
 	m.records[uid] = p
 	return true
+}
+
+// pace records until when the purge's next pass waits for its store's purge budget.
+func (m *purgeMemo) pace(uid types.UID, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.records[uid]; ok {
+		p.paced = until
+		m.records[uid] = p
+	}
+}
+
+// nextPassIn is how long the purge's next pass waits for its store's purge budget.
+func (m *purgeMemo) nextPassIn(uid types.UID, now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(0, m.records[uid].paced.Sub(now))
 }
 
 func (m *purgeMemo) forget(uid types.UID) {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +45,8 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 		return ctrl.Result{}, se
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		// A purge paced by its store's purge budget waits for it (purgeSpender).
+		return ctrl.Result{RequeueAfter: max(time.Second, r.purges.nextPassIn(sb.UID, r.Clock.Now()))}, nil
 	}
 	r.purges.forget(sb.UID)
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
@@ -158,7 +160,7 @@ func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, c, bucket)
 	case bkv1.DeletionPolicyPurge:
-		return r.purgeBucket(ctx, sb, patcher, c, bucket)
+		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
 	default:
 		return r.releaseBucket(ctx, sb, c, bucket, tags)
 	}
@@ -197,14 +199,19 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 // delete marker, a few pages at a time, then the bucket. Each pass starts listing
 // afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
 // most every purgeReportInterval (see purgeProgress), not on every pass.
-func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, c s3.Client, bucket string) (bool, error) {
-	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket)
+func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
+	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
 	if err != nil {
 		return false, err
 	}
 	deleted, versionsLeft := 0, false
 	var page *s3.PageToken
 	for range purgePagesPerPass {
+		// A listing and the deletion of its page: two requests.
+		if !spend.take(2) {
+			versionsLeft = true
+			break
+		}
 		res, err := c.ListObjectVersions(ctx, bucket, page)
 		if err != nil {
 			return false, asStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
@@ -225,6 +232,7 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 		page, versionsLeft = res.Next, true
 	}
 	progress := r.purges.pass(sb.UID, deleted, aborted)
+	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
 	if deleted == 0 && aborted == 0 && !uploadsLeft && !versionsLeft {
 		// The listings found nothing: the bucket should be empty now.
 		err := c.DeleteBucket(ctx, bucket)
@@ -252,10 +260,14 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 	return false, nil
 }
 
-// abortUploads aborts one page of the bucket's incomplete multipart uploads: they hold
-// data (and, on some stores, the bucket) although no listing of objects shows them.
-// more says another page remains. A store that cannot list uploads has none to abort.
-func abortUploads(ctx context.Context, c s3.Client, bucket string) (aborted int, more bool, err error) {
+// abortUploads aborts what the purge budget allows of one page of the bucket's
+// incomplete multipart uploads: they hold data (and, on some stores, the bucket)
+// although no listing of objects shows them. more says uploads remain. A store that
+// cannot list uploads has none to abort.
+func abortUploads(ctx context.Context, c s3.Client, bucket string, spend purgeSpender) (aborted int, more bool, err error) {
+	if !spend.take(1) {
+		return 0, true, nil
+	}
 	page, err := c.ListMultipartUploads(ctx, bucket, nil)
 	if s3.KindOf(err) == s3.KindNotImplemented {
 		return 0, false, nil
@@ -264,6 +276,9 @@ func abortUploads(ctx context.Context, c s3.Client, bucket string) (aborted int,
 		return 0, false, asStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
 	}
 	for _, u := range page.Uploads {
+		if !spend.take(1) {
+			return aborted, true, nil
+		}
 		if err := c.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil {
 			return aborted, false, asStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
 		}
@@ -271,6 +286,36 @@ func abortUploads(ctx context.Context, c s3.Client, bucket string) (aborted int,
 	}
 	return aborted, page.Next != nil, nil
 }
+
+// purgeSpender takes a purge's requests from its store's purge budget (PurgeBudget):
+// a pass sends what the budget has now and stops there; the next pass comes when it
+// has some again. A nil budget takes everything.
+type purgeSpender struct {
+	budget *rate.Limiter
+	now    func() time.Time
+}
+
+func (s purgeSpender) take(n int) bool {
+	return s.budget == nil || s.budget.AllowN(s.now(), n)
+}
+
+// wait is how long until the budget has a pass's worth of requests again (zero: now).
+func (s purgeSpender) wait() time.Duration {
+	if s.budget == nil {
+		return 0
+	}
+	now := s.now()
+	r := s.budget.ReserveN(now, min(purgePassRequests, s.budget.Burst()))
+	defer r.CancelAt(now)
+	if !r.OK() {
+		return 0
+	}
+	return r.DelayFrom(now)
+}
+
+// purgePassRequests is what a full pass sends besides its uploads' aborts: the listing
+// of uploads and purgePagesPerPass listings of versions with a deletion each.
+const purgePassRequests = 1 + 2*purgePagesPerPass
 
 func deletionVerb(p bkv1.DeletionPolicy) string {
 	switch p {

@@ -80,8 +80,11 @@ func (r *StoreRegistry) checkEvents() chan event.TypedGenericEvent[client.Object
 // store's request budget (limiter), rebuilt together when the store or its credentials
 // change (version).
 type storeClients struct {
-	version  string
-	limiter  *rate.Limiter
+	version string
+	limiter *rate.Limiter
+	// purges is the part of the budget that every purge on the store together may
+	// spend (see PurgeBudget); nil when the store has no budget.
+	purges   *rate.Limiter
 	byRegion map[string]s3.Client
 	// introducedBy names, for each region but the store's own, the namespace whose
 	// bucket first asked for it (see admitRegion).
@@ -134,9 +137,11 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	defer r.mu.Unlock()
 	entry, ok := r.clients[store.Name]
 	if !ok || entry.version != version {
+		perSecond, burst := r.Budget(store)
 		entry = &storeClients{
 			version:      version,
-			limiter:      s3.NewLimiter(r.Budget(store)),
+			limiter:      s3.NewLimiter(perSecond, burst),
+			purges:       s3.NewLimiter(perSecond/purgeShare, max(1, burst/purgeShare)),
 			byRegion:     map[string]s3.Client{},
 			introducedBy: map[string]string{},
 		}
@@ -199,6 +204,23 @@ func (e *storeClients) admitRegion(store, namespace string) error {
 		return &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
 			"namespace %q already uses %d regions of ObjectStore %q besides its own, the most one namespace may: use one of them, or the store's, in spec.region",
 			namespace, maxRegionsPerNamespace, store)}
+	}
+	return nil
+}
+
+// purgeShare: purges together may spend 1/purgeShare of a store's request budget.
+const purgeShare = 4
+
+// PurgeBudget is the part of store's request budget that all purges on it together may
+// spend: a purge sends a request per incomplete upload and per page of versions, and
+// one tenant's purge must not take the budget every other bucket on the store is
+// provisioned and probed with. nil means no bound (the store has no budget, or no
+// client was built for it yet, which ClientForRegion does first).
+func (r *StoreRegistry) PurgeBudget(store *bkv1.ObjectStore) *rate.Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if entry, ok := r.clients[store.Name]; ok {
+		return entry.purges
 	}
 	return nil
 }
