@@ -44,6 +44,10 @@ const (
 
 	// ShardCount is the number of operator deployments sharing the stores.
 	ShardCount = 1
+
+	// ReceiverMaxConnections caps the probe webhook's open connections, and so the
+	// request bodies it holds at once (at most 64 KiB each: 4 MiB in all).
+	ReceiverMaxConnections = 64
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may

@@ -87,6 +87,9 @@ type Options struct {
 	// ReceiverTLSCertFile and ReceiverTLSKeyFile, both or neither, make the receiver
 	// serve HTTPS with that PEM certificate and key.
 	ReceiverTLSCertFile, ReceiverTLSKeyFile string
+	// ReceiverMaxConnections caps the receiver's open connections and with them the
+	// request bodies it holds at once, at most 64 KiB each (default 64: 4 MiB).
+	ReceiverMaxConnections int
 
 	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
 	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
@@ -150,6 +153,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxReconcilesPerStore <= 0 {
 		o.MaxReconcilesPerStore = defaults.MaxReconcilesPerStore(o.Concurrency)
+	}
+	if o.ReceiverMaxConnections <= 0 {
+		o.ReceiverMaxConnections = defaults.ReceiverMaxConnections
 	}
 	if o.S3Factory == nil {
 		o.S3Factory = s3.New

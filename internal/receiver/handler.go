@@ -88,7 +88,8 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 // well-formed signature, a fresh timestamp) is judged before a byte of it is read, so a
 // caller without the key cannot make the receiver read, hold or hash its body by simply
 // sending it: only a request that passes those checks has its body read (up to
-// MaxBodyBytes) to verify the MAC. S3 event notifications come through the same door,
+// MaxBodyBytes, inside one of the body slots that bound the bodies in memory, see
+// limits.go) to verify the MAC. S3 event notifications come through the same door,
 // signed the same way, and are held to the same order: the receiver tells them from
 // direct requests only by their verified body.
 //
@@ -117,6 +118,15 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
+	// The slot is held until the answer is written: the body stays in memory that long.
+	release, err := r.bodies.acquire(req.Context())
+	if err != nil {
+		// The caller went away, or the server stopped, while every slot was taken.
+		log.V(1).Info("probe request abandoned", "reason", "gone while waiting for a body slot")
+		writeError(w, http.StatusServiceUnavailable, msgInternal)
+		return
+	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
 	if err != nil {
 		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
