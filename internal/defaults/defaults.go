@@ -22,7 +22,7 @@ const (
 	KubeAPIQPS   = 50
 	KubeAPIBurst = 100
 
-	// Concurrency is the number of StorageBuckets reconciled at once.
+	// Concurrency is the number of StorageBuckets reconciled at once, and of BucketAccesses.
 	Concurrency = 4
 	// SyncInterval is how often each bucket's configuration is re-read to correct drift.
 	SyncInterval = 10 * time.Minute

@@ -275,7 +275,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		KeyGrace:      opts.AccessKeyGrace,
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{

@@ -33,7 +33,8 @@ type Options struct {
 	// 15s/10s/2s, controller-runtime's own).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
-	// Concurrency is the number of StorageBuckets reconciled at once (default 4).
+	// Concurrency is the number of StorageBuckets reconciled at once, and of
+	// BucketAccesses (default 4).
 	Concurrency int
 	// SyncInterval is how often each bucket's configuration is re-read to correct
 	// drift made outside the operator (default 10m).
