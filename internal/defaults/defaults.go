@@ -51,8 +51,9 @@ const (
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
-// have in flight: three quarters of concurrency and always at least one worker less, so
-// other stores keep at least one (with concurrency 1 there is nothing to share: 1).
+// have in flight while there are two or more stores: three quarters of concurrency and
+// always at least one worker less, so other stores keep at least one (with concurrency 1
+// there is nothing to share: 1). A single store may have every worker but one.
 func MaxReconcilesPerStore(concurrency int) int {
 	return max(1, min(concurrency-1, (3*concurrency+3)/4))
 }

@@ -49,9 +49,11 @@ type Options struct {
 	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
 	ReconcileTimeout time.Duration
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
-	// flight, so a store that hangs cannot take every worker. Default: three quarters
-	// of Concurrency and always at least one worker less, so other stores keep at
-	// least one (with Concurrency 1 there is nothing to share: 1).
+	// flight while there are two or more stores, so a store that hangs cannot take
+	// every worker. Default: three quarters of Concurrency and always at least one
+	// worker less, so other stores keep at least one (with Concurrency 1 there is
+	// nothing to share: 1). With a single store the cap is Concurrency-1 (at least 1)
+	// whatever this says: one worker stays free for a store added next.
 	MaxReconcilesPerStore int
 
 	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval
