@@ -34,13 +34,16 @@ func SetupBucketAccessIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager wires the BucketAccess controller: its own objects (spec,
 // deletion, the rotate annotation), the Secrets it owns, and the StorageBuckets it
-// waits for.
-func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// waits for. It runs concurrency workers, as many as the StorageBucket controller
+// (--concurrency): a reconcile waits on its store's IAM endpoint, and with a single
+// worker one tenant's access on a slow or hung store would hold up every other
+// tenant's.
+func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.BucketAccess{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
 		Owns(&corev1.Secret{}).
 		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketUsableChanged())).
-		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()}).
 		Complete(r)
 }
 

@@ -88,7 +88,7 @@ func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency
 	if r.ProbeEvents != nil {
 		b = b.WatchesRawSource(r.ProbeEvents)
 	}
-	return b.Complete(&storeLimitedReconciler{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r})
+	return b.Complete(&storeLimitedReconciler{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r, Workers: concurrency})
 }
 
 // SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or

@@ -38,8 +38,9 @@ type StoreRegistry struct {
 	// their own.
 	RequestTimeout time.Duration
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have
-	// in flight, so a hung store cannot take every worker (see storeslots.go);
-	// zero means no cap.
+	// in flight while there are two or more stores, so a hung store cannot take
+	// every worker (with one store the cap is every worker but one, see
+	// reconcileCap); zero means no cap at all.
 	MaxReconcilesPerStore int
 	// Shards is the number of operator deployments sharing the stores (zero counts
 	// as one): each spends 1/Shards of every store's request budget (see Budget).

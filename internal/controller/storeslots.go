@@ -20,10 +20,11 @@ import (
 // timeout, the whole reconcile for up to the reconcile timeout, and all that time it holds
 // one of the controller's workers. A store that accepts connections and never answers would
 // take the workers one bucket after another until none is left, and the buckets of every
-// other store would stall with it. So a store may have at most MaxReconcilesPerStore
-// reconciles in flight. A reconcile that finds its store's slots all taken does not wait for
-// one (waiting would hold the worker after all): it goes back to the queue for
-// storeBusyDelay, and the workers the hung store cannot take keep serving the other stores.
+// other store would stall with it. So a store may have only so many reconciles in flight
+// (see reconcileCap), and never all the workers while there are two or more. A reconcile
+// that finds its store's slots all taken does not wait for one (waiting would hold the
+// worker after all): it goes back to the queue for storeBusyDelay, and the workers the hung
+// store cannot take keep serving the other stores.
 //
 // The cap counts whole reconciles, not single S3 calls, so a reconcile never stops halfway
 // for want of a slot, and it holds for every path: provisioning, configuration, probes and
@@ -74,6 +75,9 @@ type storeLimitedReconciler struct {
 	Reader client.Reader
 	Stores *StoreRegistry
 	Inner  reconcile.Reconciler
+	// Workers is the controller's MaxConcurrentReconciles, which the cap keeps one of
+	// free while there is a single store.
+	Workers int
 }
 
 func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -87,7 +91,7 @@ func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := l.Reader.List(ctx, stores); err != nil {
 		return ctrl.Result{}, err
 	}
-	limit := l.Stores.reconcileCap(len(stores.Items))
+	limit := l.Stores.reconcileCap(len(stores.Items), l.Workers)
 	release, ok := l.Stores.slots.tryAcquire(store, limit)
 	if !ok {
 		log.FromContext(ctx).V(1).Info("all reconcile slots of the store are taken; trying again later",
@@ -98,17 +102,32 @@ func (l *storeLimitedReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return l.Inner.Reconcile(ctx, req)
 }
 
-// reconcileCap is the slot limit in force when stores ObjectStores exist:
-// MaxReconcilesPerStore while there is more than one, none otherwise. The cap keeps
-// workers for the other stores' buckets; with no other store it would only idle a
-// quarter of the workers, and turn every bucket a spare worker picks up away for
-// storeBusyDelay, which slows a mass creation on the one store down for nothing. The
-// count is of the stores that exist, not of those the operator has talked to yet: a
+// reconcileCap is the slot limit of each store while stores ObjectStores exist and the
+// controller has workers workers (0: no cap, if MaxReconcilesPerStore is 0):
+//
+//   - two or more stores: MaxReconcilesPerStore (by default three quarters of the
+//     workers and always one less than all of them), which keeps workers for the other
+//     stores' buckets;
+//   - fewer: every worker but one (at least one). A single store that hangs still
+//     cannot take every worker: the one left serves the first buckets of a store that
+//     is added next, which would otherwise wait for the hung store's reconciles to time
+//     out (--reconcile-timeout), and buckets naming a store that does not exist. The
+//     cap costs the one store throughput even while it is healthy (a spare worker turns
+//     away, for storeBusyDelay, each of its buckets it picks up while the others are
+//     busy), so it keeps no more than the one worker that is needed: a mass creation on
+//     the store runs on one worker less (a quarter of the default 4). With
+//     --concurrency=1 there is no worker to spare and the cap is 1.
+//
+// The count is of the stores that exist, not of those the operator has talked to yet: a
 // store that hangs from the start must not take every worker before another store's
 // first bucket comes along.
-func (r *StoreRegistry) reconcileCap(stores int) int {
-	if stores <= 1 {
+func (r *StoreRegistry) reconcileCap(stores, workers int) int {
+	switch {
+	case r.MaxReconcilesPerStore <= 0:
 		return 0
+	case stores >= 2:
+		return r.MaxReconcilesPerStore
+	default:
+		return max(1, workers-1)
 	}
-	return r.MaxReconcilesPerStore
 }

@@ -1,6 +1,22 @@
 package controller
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+)
 
 // TestStoreSlots: a store gets at most its limit of slots, a released slot is free again
 // (once, however often release is called), and stores do not share slots.
@@ -35,13 +51,108 @@ func TestStoreSlots(t *testing.T) {
 	}
 }
 
-// TestReconcileCapNeedsAnotherStore: the per-store cap protects the other stores'
-// buckets, so it is in force only while another store exists.
-func TestReconcileCapNeedsAnotherStore(t *testing.T) {
-	r := &StoreRegistry{MaxReconcilesPerStore: 3}
-	for stores, want := range map[int]int{0: 0, 1: 0, 2: 3, 5: 3} {
-		if got := r.reconcileCap(stores); got != want {
-			t.Errorf("%d stores: cap %d, want %d", stores, got, want)
+// TestReconcileCap: with two or more stores each may have MaxReconcilesPerStore
+// reconciles in flight; with fewer, every worker but one, so that a single hung store
+// cannot take them all; with one worker there is nothing to keep; zero
+// MaxReconcilesPerStore means no cap.
+func TestReconcileCap(t *testing.T) {
+	cases := []struct {
+		perStore, stores, workers, want int
+	}{
+		{perStore: 3, stores: 0, workers: 4, want: 3},
+		{perStore: 3, stores: 1, workers: 4, want: 3},
+		{perStore: 3, stores: 2, workers: 4, want: 3},
+		{perStore: 3, stores: 5, workers: 4, want: 3},
+		{perStore: 6, stores: 1, workers: 8, want: 7},
+		{perStore: 6, stores: 2, workers: 8, want: 6},
+		{perStore: 1, stores: 1, workers: 2, want: 1},
+		{perStore: 1, stores: 1, workers: 1, want: 1},
+		{perStore: 1, stores: 1, workers: 0, want: 1},
+		{perStore: 0, stores: 1, workers: 4, want: 0},
+		{perStore: 0, stores: 2, workers: 4, want: 0},
+	}
+	for _, c := range cases {
+		r := &StoreRegistry{MaxReconcilesPerStore: c.perStore}
+		if got := r.reconcileCap(c.stores, c.workers); got != c.want {
+			t.Errorf("MaxReconcilesPerStore %d, %d stores, %d workers: cap %d, want %d", c.perStore, c.stores, c.workers, got, c.want)
+		}
+		if c.workers > 1 && c.perStore > 0 && r.reconcileCap(c.stores, c.workers) >= c.workers {
+			t.Errorf("%d stores, %d workers: one store may take every worker", c.stores, c.workers)
+		}
+	}
+}
+
+// blockingReconciler holds every reconcile until release is closed and counts them.
+type blockingReconciler struct {
+	entered atomic.Int32
+	release chan struct{}
+}
+
+func (b *blockingReconciler) Reconcile(context.Context, ctrl.Request) (ctrl.Result, error) {
+	b.entered.Add(1)
+	<-b.release
+	return ctrl.Result{}, nil
+}
+
+// TestSingleHungStoreLeavesAWorker: with one ObjectStore and four workers, three of its
+// buckets' reconciles may hang; the fourth bucket is turned away to be tried again
+// later, leaving its worker free, which serves the first bucket of a store added then.
+func TestSingleHungStoreLeavesAWorker(t *testing.T) {
+	const workers = 4
+	scheme := runtime.NewScheme()
+	if err := bkv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	bucket := func(name, store string) *bkv1.StorageBucket {
+		return &bkv1.StorageBucket{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
+			Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store}},
+		}
+	}
+	objs := []client.Object{&bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "hung"}}}
+	for i := range workers {
+		objs = append(objs, bucket(fmt.Sprintf("hung-%d", i), "hung"))
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	inner := &blockingReconciler{release: make(chan struct{})}
+	defer close(inner.release)
+	l := &storeLimitedReconciler{
+		Reader:  c,
+		Stores:  &StoreRegistry{MaxReconcilesPerStore: defaults.MaxReconcilesPerStore(workers)},
+		Inner:   inner,
+		Workers: workers,
+	}
+	reconcileBucket := func(name string) (ctrl.Result, error) {
+		return l.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: name}})
+	}
+
+	for i := range workers - 1 {
+		go func() { _, _ = reconcileBucket(fmt.Sprintf("hung-%d", i)) }()
+	}
+	for deadline := time.Now().Add(5 * time.Second); inner.entered.Load() < workers-1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d reconciles of the one store started", inner.entered.Load(), workers-1)
+		}
+	}
+	res, err := reconcileBucket(fmt.Sprintf("hung-%d", workers-1))
+	if err != nil || res.RequeueAfter < storeBusyDelay {
+		t.Fatalf("reconcile %d of the one store: %+v, %v; want it tried again after at least %v", workers, res, err, storeBusyDelay)
+	}
+	if n := inner.entered.Load(); n != workers-1 {
+		t.Fatalf("%d reconciles of the one store in flight with %d workers, want %d", n, workers, workers-1)
+	}
+
+	// A second store appears: the worker kept free serves its first bucket at once.
+	if err := c.Create(context.Background(), &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), bucket("first", "new")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = reconcileBucket("first") }()
+	for deadline := time.Now().Add(5 * time.Second); inner.entered.Load() < workers; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new store's first bucket was not reconciled")
 		}
 	}
 }

@@ -22,7 +22,7 @@ const (
 	KubeAPIQPS   = 50
 	KubeAPIBurst = 100
 
-	// Concurrency is the number of StorageBuckets reconciled at once.
+	// Concurrency is the number of StorageBuckets reconciled at once, and of BucketAccesses.
 	Concurrency = 4
 	// SyncInterval is how often each bucket's configuration is re-read to correct drift.
 	SyncInterval = 10 * time.Minute
@@ -44,11 +44,16 @@ const (
 
 	// ShardCount is the number of operator deployments sharing the stores.
 	ShardCount = 1
+
+	// ReceiverMaxConnections caps the probe webhook's open connections, and so the
+	// request bodies it holds at once (at most 64 KiB each: 4 MiB in all).
+	ReceiverMaxConnections = 64
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
-// have in flight: three quarters of concurrency and always at least one worker less, so
-// other stores keep at least one (with concurrency 1 there is nothing to share: 1).
+// have in flight while there are two or more stores: three quarters of concurrency and
+// always at least one worker less, so other stores keep at least one (with concurrency 1
+// there is nothing to share: 1). A single store may have every worker but one.
 func MaxReconcilesPerStore(concurrency int) int {
 	return max(1, min(concurrency-1, (3*concurrency+3)/4))
 }

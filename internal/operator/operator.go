@@ -276,7 +276,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		KeyGrace:      opts.AccessKeyGrace,
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{
@@ -323,13 +323,14 @@ func setupReceiver(mgr manager.Manager, opts Options) error {
 		return nil
 	}
 	rcv, err := receiver.New(receiver.Options{
-		BindAddress: opts.ReceiverBindAddress,
-		Secret:      opts.ReceiverSecret,
-		TLSCertFile: opts.ReceiverTLSCertFile,
-		TLSKeyFile:  opts.ReceiverTLSKeyFile,
-		Requester:   &controller.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
-		Clock:       opts.Clock,
-		Log:         ctrl.Log.WithName("receiver"),
+		BindAddress:    opts.ReceiverBindAddress,
+		Secret:         opts.ReceiverSecret,
+		TLSCertFile:    opts.ReceiverTLSCertFile,
+		TLSKeyFile:     opts.ReceiverTLSKeyFile,
+		MaxConnections: opts.ReceiverMaxConnections,
+		Requester:      &controller.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
+		Clock:          opts.Clock,
+		Log:            ctrl.Log.WithName("receiver"),
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the probe receiver: %w", err)

@@ -33,7 +33,8 @@ type Options struct {
 	// 15s/10s/2s, controller-runtime's own).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
-	// Concurrency is the number of StorageBuckets reconciled at once (default 4).
+	// Concurrency is the number of StorageBuckets reconciled at once, and of
+	// BucketAccesses (default 4).
 	Concurrency int
 	// SyncInterval is how often each bucket's configuration is re-read to correct
 	// drift made outside the operator (default 10m).
@@ -48,9 +49,11 @@ type Options struct {
 	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
 	ReconcileTimeout time.Duration
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
-	// flight, so a store that hangs cannot take every worker. Default: three quarters
-	// of Concurrency and always at least one worker less, so other stores keep at
-	// least one (with Concurrency 1 there is nothing to share: 1).
+	// flight while there are two or more stores, so a store that hangs cannot take
+	// every worker. Default: three quarters of Concurrency and always at least one
+	// worker less, so other stores keep at least one (with Concurrency 1 there is
+	// nothing to share: 1). With a single store the cap is Concurrency-1 (at least 1)
+	// whatever this says: one worker stays free for a store added next.
 	MaxReconcilesPerStore int
 
 	// DefaultProbeInterval applies to StorageBuckets without spec.probe.interval
@@ -87,6 +90,9 @@ type Options struct {
 	// ReceiverTLSCertFile and ReceiverTLSKeyFile, both or neither, make the receiver
 	// serve HTTPS with that PEM certificate and key.
 	ReceiverTLSCertFile, ReceiverTLSKeyFile string
+	// ReceiverMaxConnections caps the receiver's open connections and with them the
+	// request bodies it holds at once, at most 64 KiB each (default 64: 4 MiB).
+	ReceiverMaxConnections int
 
 	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
 	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
@@ -150,6 +156,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxReconcilesPerStore <= 0 {
 		o.MaxReconcilesPerStore = defaults.MaxReconcilesPerStore(o.Concurrency)
+	}
+	if o.ReceiverMaxConnections <= 0 {
+		o.ReceiverMaxConnections = defaults.ReceiverMaxConnections
 	}
 	if o.S3Factory == nil {
 		o.S3Factory = s3.New

@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -80,12 +81,23 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
-// serveProbe enforces the order size limit → read body → verify signature → replay
-// check → parse → rate limit → Requester. Authentication comes before parsing so that
-// unauthenticated input never reaches the JSON decoder's error messages or the
-// Requester, and it, the replay check and parsing come before the rate limiter so that
-// neither unauthenticated, replayed nor malformed traffic, nor the events of the
-// probes' own canary objects, can use up the signed senders' budget.
+// serveProbe enforces the order headers → size limit → read body → verify signature →
+// replay check → parse → rate limit → Requester.
+//
+// Everything that can be judged without the body (both headers present once, a
+// well-formed signature, a fresh timestamp) is judged before a byte of it is read, so a
+// caller without the key cannot make the receiver read, hold or hash its body by simply
+// sending it: only a request that passes those checks has its body read (up to
+// MaxBodyBytes, inside one of the body slots that bound the bodies in memory, see
+// limits.go) to verify the MAC. S3 event notifications come through the same door,
+// signed the same way, and are held to the same order: the receiver tells them from
+// direct requests only by their verified body.
+//
+// Authentication comes before parsing so that unauthenticated input never reaches the
+// JSON decoder's error messages or the Requester, and it, the replay check and parsing
+// come before the rate limiter so that neither unauthenticated, replayed nor malformed
+// traffic, nor the events of the probes' own canary objects, can use up the signed
+// senders' budget.
 func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	log := r.log.WithValues("remote", req.RemoteAddr)
 	if req.Method != http.MethodPost {
@@ -94,16 +106,32 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	if req.ContentLength > MaxBodyBytes {
-		log.V(1).Info("probe request rejected", "reason", "body too large", "contentLength", req.ContentLength)
-		writeError(w, http.StatusRequestEntityTooLarge, msgTooLarge)
+	claimed, ok := r.checkHeaders(req.Header)
+	if !ok {
+		log.V(1).Info("probe request rejected", "reason", "authentication failed", "bodyRead", false)
+		refuse(w, http.StatusUnauthorized, msgUnauthorized)
 		return
 	}
+	if req.ContentLength > MaxBodyBytes {
+		log.V(1).Info("probe request rejected", "reason", "body too large", "contentLength", req.ContentLength)
+		refuse(w, http.StatusRequestEntityTooLarge, msgTooLarge)
+		return
+	}
+
+	// The slot is held until the answer is written: the body stays in memory that long.
+	release, err := r.bodies.acquire(req.Context())
+	if err != nil {
+		// The caller went away, or the server stopped, while every slot was taken.
+		log.V(1).Info("probe request abandoned", "reason", "gone while waiting for a body slot")
+		writeError(w, http.StatusServiceUnavailable, msgInternal)
+		return
+	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
 	if err != nil {
 		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 			log.V(1).Info("probe request rejected", "reason", "body too large")
-			writeError(w, http.StatusRequestEntityTooLarge, msgTooLarge)
+			refuse(w, http.StatusRequestEntityTooLarge, msgTooLarge)
 			return
 		}
 		log.V(1).Info("probe request rejected", "reason", "reading body failed")
@@ -111,17 +139,17 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	sum, expires, ok := r.authenticate(req.Header, body)
+	sum, ok := r.verify(claimed, body)
 	if !ok {
-		log.V(1).Info("probe request rejected", "reason", "authentication failed")
-		writeError(w, http.StatusUnauthorized, msgUnauthorized)
+		log.V(1).Info("probe request rejected", "reason", "authentication failed", "bodyRead", true)
+		refuse(w, http.StatusUnauthorized, msgUnauthorized)
 		return
 	}
 
 	// One signed request is accepted at most once: its MAC is held until its timestamp
 	// is stale, and given back if the request is not accepted (202), so that a client
 	// may retry a refused or failed request unchanged.
-	switch r.replays.claim(sum, expires, r.clock.Now()) {
+	switch r.replays.claim(sum, claimed.expires, r.clock.Now()) {
 	case replayed:
 		log.V(1).Info("probe request rejected", "reason", "replayed")
 		writeError(w, http.StatusConflict, msgReplayed)
@@ -235,36 +263,53 @@ func (r *Receiver) resolve(ctx context.Context, t target) ([]types.NamespacedNam
 	return keys, 0, nil
 }
 
-// authenticate reports whether the request carries exactly one fresh timestamp and a
-// matching signature over it and body, and if so returns the verified MAC and the
-// instant the timestamp stops being fresh (how long a replay must be remembered).
-// Freshness is checked first only because it is cheaper; every failure looks the same
-// to the caller.
-func (r *Receiver) authenticate(h http.Header, body []byte) (sum []byte, expires time.Time, ok bool) {
+// claimedSignature is what a request's headers claim before its body is read: exactly
+// one fresh timestamp and one well-formed signature.
+type claimedSignature struct {
+	timestamp string
+	signature []byte
+	// expires is the instant the timestamp stops being fresh, how long a replay of the
+	// request must be remembered.
+	expires time.Time
+}
+
+// checkHeaders judges everything about a request's authentication that needs no body:
+// exactly one timestamp and one signature header, the timestamp fresh, the signature
+// "sha256=" and the hex of a SHA-256 MAC. Freshness is checked before the signature
+// only because it is cheaper; every failure looks the same to the caller. A request
+// that passes has not been authenticated yet: anyone can write such headers, so verify
+// must still check the MAC over the body.
+func (r *Receiver) checkHeaders(h http.Header) (claimedSignature, bool) {
 	tsValues, sigValues := h.Values(TimestampHeader), h.Values(SignatureHeader)
 	if len(tsValues) != 1 || len(sigValues) != 1 {
-		return nil, time.Time{}, false
+		return claimedSignature{}, false
 	}
 	ts, sig := tsValues[0], sigValues[0]
 	expires, fresh := r.fresh(ts)
 	if !fresh {
-		return nil, time.Time{}, false
+		return claimedSignature{}, false
 	}
 	hexSig, ok := strings.CutPrefix(sig, signaturePrefix)
-	if !ok {
-		return nil, time.Time{}, false
+	if !ok || len(hexSig) != 2*sha256.Size {
+		return claimedSignature{}, false
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil {
-		return nil, time.Time{}, false
+		return claimedSignature{}, false
 	}
+	return claimedSignature{timestamp: ts, signature: got, expires: expires}, true
+}
+
+// verify reports whether the claimed signature is the MAC of its timestamp and body, and
+// if so returns that MAC (the replay guard's key).
+func (r *Receiver) verify(c claimedSignature, body []byte) (sum []byte, ok bool) {
 	// hmac.Equal is constant-time, so response timing reveals nothing about how much
 	// of a forged signature was right.
-	want := mac(r.secret, ts, body)
-	if !hmac.Equal(got, want) {
-		return nil, time.Time{}, false
+	want := mac(r.secret, c.timestamp, body)
+	if !hmac.Equal(c.signature, want) {
+		return nil, false
 	}
-	return want, expires, true
+	return want, true
 }
 
 // fresh reports whether ts is plain decimal Unix seconds within MaxAge of now, in
@@ -323,6 +368,16 @@ type ignoredResponse struct {
 
 type errorResponse struct {
 	Error string `json:"error"`
+}
+
+// refuse answers a request that is not going to be served (401, 413) and closes its
+// connection afterwards: a caller that failed authentication, or whose body is not
+// going to be read, keeps no idle connection, and so no connection slot, after its
+// answer. Over HTTP/2 the header ends the connection gracefully (GOAWAY), letting its
+// other streams finish.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	writeError(w, status, msg)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

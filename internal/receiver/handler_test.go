@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const (
@@ -134,6 +137,10 @@ func TestHandlerAnswers(t *testing.T) {
 		{name: "signature without sha256= prefix", body: directPhotos, mode: signRaw, rawTS: validTS,
 			rawSig: strings.TrimPrefix(Sign(testSecret, validTS, []byte(directPhotos)), "sha256="), wantCode: 401, wantCalls: none},
 		{name: "signature not hex", body: directPhotos, mode: signRaw, rawTS: validTS, rawSig: "sha256=zz", wantCode: 401, wantCalls: none},
+		{name: "signature too short", body: directPhotos, mode: signRaw, rawTS: validTS,
+			rawSig: Sign(testSecret, validTS, []byte(directPhotos))[:len("sha256=")+62], wantCode: 401, wantCalls: none},
+		{name: "signature too long", body: directPhotos, mode: signRaw, rawTS: validTS,
+			rawSig: Sign(testSecret, validTS, []byte(directPhotos)) + "00", wantCode: 401, wantCalls: none},
 		{name: "timestamp with + sign", body: directPhotos, mode: signRaw, rawTS: "+" + validTS,
 			rawSig: Sign(testSecret, "+"+validTS, []byte(directPhotos)), wantCode: 401, wantCalls: none},
 		{name: "non-numeric timestamp", body: directPhotos, mode: signRaw, rawTS: "now",
@@ -143,7 +150,9 @@ func TestHandlerAnswers(t *testing.T) {
 
 		{name: "65 KiB body with Content-Length", body: bigBody, wantCode: 413, wantCalls: none},
 		{name: "65 KiB body chunked", body: bigBody, chunked: true, wantCode: 413, wantCalls: none},
-		{name: "65 KiB body unsigned", body: bigBody, mode: signNone, wantCode: 413, wantCalls: none},
+		{name: "65 KiB body unsigned", body: bigBody, mode: signNone, wantCode: 401, wantCalls: none},
+		{name: "65 KiB body with stale timestamp", body: bigBody, tsAt: -6 * time.Minute, wantCode: 401, wantCalls: none},
+		{name: "65 KiB body, fresh headers, wrong key", body: bigBody, mode: signWrongKey, wantCode: 413, wantCalls: none},
 
 		{name: "GET on probe path", method: http.MethodGet, body: "", wantCode: 405, wantCalls: none},
 		{name: "PUT on probe path", method: http.MethodPut, body: directPhotos, wantCode: 405, wantCalls: none},
@@ -222,7 +231,8 @@ func TestHandlerAnswers(t *testing.T) {
 }
 
 // checkHeaders pins what each code promises beyond itself: one generic 401 text, a
-// generic 500 text, Allow on 405, Retry-After on 429, JSON bodies.
+// generic 500 text, Allow on 405, Retry-After on 429, JSON bodies, and no connection
+// kept after a 401 or 413.
 func checkHeaders(t *testing.T, res *http.Response, body string, code int) {
 	t.Helper()
 	if code != 200 && res.Header.Get("Content-Type") != "application/json" {
@@ -230,6 +240,9 @@ func checkHeaders(t *testing.T, res *http.Response, body string, code int) {
 	}
 	if code != 200 && !json.Valid([]byte(body)) {
 		t.Errorf("body is not JSON: %q", body)
+	}
+	if (code == 401 || code == 413) && res.Header.Get("Connection") != "close" {
+		t.Errorf("%d without Connection: close", code)
 	}
 	switch code {
 	case 401:
@@ -301,5 +314,82 @@ func TestLogsLeakNothing(t *testing.T) {
 		if strings.Contains(logged, s) {
 			t.Errorf("log contains %q:\n%s", s, logged)
 		}
+	}
+}
+
+// countingBody is a request body that counts the bytes the handler reads from it.
+type countingBody struct {
+	r    io.Reader
+	read int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// TestHeadersAreJudgedBeforeTheBody: a request whose headers already fail (missing,
+// repeated, malformed signature, timestamp outside the replay window on either side)
+// is answered 401 without a byte of its body read; one whose headers pass has its body
+// read to verify the MAC, and is refused if the MAC is wrong. The replay window is
+// judged on the receiver's clock, which the test moves.
+func TestHeadersAreJudgedBeforeTheBody(t *testing.T) {
+	body := []byte(directPhotos)
+	signedAt := unixTS(testNow)
+	goodSig := Sign(testSecret, signedAt, body)
+	cases := []struct {
+		name      string
+		clockAt   time.Duration // receiver clock relative to testNow
+		headers   map[string][]string
+		wantCode  int
+		wantsBody bool
+	}{
+		{name: "no headers", wantCode: 401},
+		{name: "timestamp only", headers: map[string][]string{TimestampHeader: {signedAt}}, wantCode: 401},
+		{name: "signature only", headers: map[string][]string{SignatureHeader: {goodSig}}, wantCode: 401},
+		{name: "repeated signature", headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig, goodSig}}, wantCode: 401},
+		{name: "signature not hex", headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {"sha256=" + strings.Repeat("z", 64)}}, wantCode: 401},
+		{name: "signature of the wrong length", headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig[:len(goodSig)-2]}}, wantCode: 401},
+		{name: "clock one second past the window", clockAt: defaultMaxAge + time.Second,
+			headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig}}, wantCode: 401},
+		{name: "clock one second before the window", clockAt: -defaultMaxAge - time.Second,
+			headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig}}, wantCode: 401},
+		{name: "wrong MAC, fresh headers", headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {"sha256=" + strings.Repeat("0", 64)}},
+			wantCode: 401, wantsBody: true},
+		{name: "clock at the window's end", clockAt: defaultMaxAge,
+			headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig}}, wantCode: 202, wantsBody: true},
+		{name: "clock at the window's start", clockAt: -defaultMaxAge,
+			headers: map[string][]string{TimestampHeader: {signedAt}, SignatureHeader: {goodSig}}, wantCode: 202, wantsBody: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(testNow)
+			fake := newFakeRequester()
+			h := newTestReceiver(t, fake, func(o *Options) { o.Clock = clk }).Handler()
+			clk.SetTime(testNow.Add(c.clockAt))
+
+			counted := &countingBody{r: bytes.NewReader(body)}
+			req := httptest.NewRequest(http.MethodPost, ProbePath, nil)
+			req.Body, req.ContentLength = counted, int64(len(body))
+			maps.Copy(req.Header, c.headers)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+
+			if rec.Code != c.wantCode {
+				t.Fatalf("code = %d, want %d (%s)", rec.Code, c.wantCode, rec.Body)
+			}
+			switch {
+			case c.wantsBody && counted.read != len(body):
+				t.Errorf("read %d of the body's %d bytes, want all of it", counted.read, len(body))
+			case !c.wantsBody && counted.read != 0:
+				t.Errorf("read %d bytes of the body of a request refused on its headers, want none", counted.read)
+			}
+			if c.wantCode == 401 && len(fake.Calls()) != 0 {
+				t.Errorf("Requester called for a refused request: %q", fake.Calls())
+			}
+		})
 	}
 }

@@ -13,7 +13,9 @@
 // timestamp bounds how long a captured one could be replayed. Inside that window the
 // receiver remembers the signature of every request it acted on and refuses the same
 // request again (409), so a replay triggers nothing. With a certificate configured it
-// serves HTTPS, so requests cannot be read on the way either.
+// serves HTTPS, so requests cannot be read on the way either. Connections, bodies in
+// memory and HTTP/2 streams are capped (limits.go), so what anyone who can reach the
+// port can make the receiver hold does not grow with the number of callers.
 package receiver
 
 import (
@@ -36,6 +38,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 )
 
 // Requester is how a request turns into a probe: the operator implements it by
@@ -70,6 +74,11 @@ type Options struct {
 	Burst             int
 	// Log receives one line per answered request; request data is never logged raw.
 	Log logr.Logger
+	// MaxConnections caps the connections open at once (default
+	// defaults.ReceiverMaxConnections, 64); a connection past it waits, unread, until
+	// one closes. It also caps the request bodies held at once, so bodies in memory
+	// never exceed MaxConnections × MaxBodyBytes (see limits.go).
+	MaxConnections int
 	// TLSCertFile and TLSKeyFile, both or neither, are a PEM certificate (chain) and
 	// its private key: with them Start serves HTTPS (TLS 1.2 or later), without them
 	// plain HTTP. They are read once, by New.
@@ -101,10 +110,14 @@ type Receiver struct {
 	handler     http.Handler
 	// tlsConfig is nil for plain HTTP.
 	tlsConfig *tls.Config
+	maxConns  int
+	bodies    bodySlots
 
 	mu      sync.Mutex
 	addr    string
 	started bool
+	// conns is the listener Start serves, which counts the open connections.
+	conns *limitedListener
 }
 
 var (
@@ -140,6 +153,9 @@ func New(opts Options) (*Receiver, error) {
 	if opts.Burst <= 0 {
 		opts.Burst = defaultBurst
 	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = defaults.ReceiverMaxConnections
+	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
@@ -153,6 +169,8 @@ func New(opts Options) (*Receiver, error) {
 		limiter:   rate.NewLimiter(rate.Limit(opts.RequestsPerSecond), opts.Burst),
 		log:       opts.Log,
 		tlsConfig: tlsConfig,
+		maxConns:  opts.MaxConnections,
+		bodies:    make(bodySlots, opts.MaxConnections),
 	}
 	r.handler = r.routes()
 	return r, nil
@@ -245,29 +263,22 @@ func (r *Receiver) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("receiver: listening on %q: %w", r.bindAddress, err)
 	}
+	conns := newLimitedListener(ln, r.maxConns)
 	r.mu.Lock()
 	r.addr = ln.Addr().String()
+	r.conns = conns
 	r.mu.Unlock()
 
-	srv := &http.Server{
-		Handler: r.handler,
-		// Timeouts keep slow or stalled clients from holding connections open; the
-		// body is at most 64 KiB, so these are generous.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
+	srv := r.newServer()
 	serveErr := make(chan error, 1)
 	if r.tlsConfig != nil {
 		// A clone: the server adds its ALPN protocols to the config it is given.
 		srv.TLSConfig = r.tlsConfig.Clone()
-		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+		go func() { serveErr <- srv.ServeTLS(conns, "", "") }()
 	} else {
-		go func() { serveErr <- srv.Serve(ln) }()
+		go func() { serveErr <- srv.Serve(conns) }()
 	}
-	r.log.Info("receiver listening", "address", r.Addr(), "tls", r.tlsConfig != nil)
+	r.log.Info("receiver listening", "address", r.Addr(), "tls", r.tlsConfig != nil, "maxConnections", r.maxConns)
 
 	select {
 	case err := <-serveErr:

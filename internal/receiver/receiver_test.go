@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 )
 
 // The vector was computed independently (Python hmac) so Sign is pinned to the
@@ -91,6 +93,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if r.maxAge != 5*time.Minute || r.limiter.Burst() != 40 || float64(r.limiter.Limit()) != 20 {
 		t.Errorf("defaults: maxAge %v burst %d rps %v", r.maxAge, r.limiter.Burst(), r.limiter.Limit())
+	}
+	if r.maxConns != defaults.ReceiverMaxConnections || cap(r.bodies) != defaults.ReceiverMaxConnections {
+		t.Errorf("defaults: %d connections, %d body slots; want %d each", r.maxConns, cap(r.bodies), defaults.ReceiverMaxConnections)
 	}
 	if _, ok := r.clock.(clock.RealClock); !ok {
 		t.Errorf("default clock is %T, want clock.RealClock", r.clock)
