@@ -11,9 +11,11 @@ const (
 	// policy has been carried out against the store.
 	Finalizer = "bucketkeeper.io/finalizer"
 
-	// TagClaim and TagUID mark a bucket as owned by one StorageBucket. Only a bucket
-	// carrying both for this claim counts as "already ours"; a released bucket keeps
-	// TagClaim but loses TagUID, so only a claim with the same namespace/name re-binds.
+	// TagClaim and TagUID mark a bucket as owned by one StorageBucket. TagUID holds
+	// "<StorageBucket UID>/<namespace UID>". Only a bucket carrying both for this claim
+	// counts as "already ours"; a released bucket keeps TagClaim and only the namespace
+	// part of TagUID ("/<namespace UID>"), so only a claim with the same namespace/name
+	// in the same namespace (not one recreated with that name) re-binds.
 	TagClaim = "bucketkeeper.io/claim"
 	TagUID   = "bucketkeeper.io/uid"
 	// TagCluster names the cluster (--cluster-id, default the kube-system namespace's

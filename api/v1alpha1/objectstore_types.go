@@ -127,6 +127,15 @@ type StoreGuardrails struct {
 	// +optional
 	AllowPublicBuckets bool `json:"allowPublicBuckets,omitempty"`
 
+	// AllowRebindToRecreatedNamespace lets a retained bucket re-bind to a claim of the
+	// same namespace name and claim name in a namespace created since (another UID).
+	// By default a retained bucket belongs to the namespace it was retained from, its
+	// UID recorded in the bucket's bucketkeeper.io/uid tag: whoever is later given a
+	// namespace of the same name does not inherit the old tenant's data. Buckets
+	// retained before the namespace's UID was recorded re-bind only with this set.
+	// +optional
+	AllowRebindToRecreatedNamespace bool `json:"allowRebindToRecreatedNamespace,omitempty"`
+
 	// AllowedDeletionPolicies lists the deletion policies tenants may use. Retain must
 	// be among them: it is what a claim falls back to when its own policy is refused.
 	// +optional

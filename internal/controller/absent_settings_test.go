@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -103,7 +104,9 @@ func (f *fixture) storeState(bucket string, lifecycle bool) storeState {
 func expectTags(t *testing.T, sb *bkv1.StorageBucket, got, want map[string]string) {
 	t.Helper()
 	want = maps.Clone(want)
-	want[bkv1.TagClaim], want[bkv1.TagUID], want[bkv1.TagCluster] = sb.Namespace+"/"+sb.Name, string(sb.UID), clusterID
+	ns := &corev1.Namespace{}
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: sb.Namespace}, ns))
+	want[bkv1.TagClaim], want[bkv1.TagUID], want[bkv1.TagCluster] = sb.Namespace+"/"+sb.Name, string(sb.UID)+"/"+string(ns.UID), clusterID
 	if !maps.Equal(got, want) {
 		t.Errorf("bucket tags = %v\nwant          %v", got, want)
 	}

@@ -121,7 +121,7 @@ func TestVersityReportsUnsupportedSettings(t *testing.T) {
 		t.Errorf("not Stalled: %s", describe(got.Status.Conditions))
 	}
 	bucket := got.Status.BucketName
-	if tags, err := f.admin.GetBucketTagging(f.ctx, bucket); err != nil || tags["team"] != "v" || tags[bkv1.TagUID] != string(got.UID) {
+	if tags, err := f.admin.GetBucketTagging(f.ctx, bucket); err != nil || tags["team"] != "v" || tags[bkv1.TagUID] != f.uidTagOf(got) {
 		t.Errorf("tags on Versity: %v, %v", tags, err)
 	}
 	if v, err := f.admin.GetBucketVersioning(f.ctx, bucket); err != nil || v != "Enabled" {

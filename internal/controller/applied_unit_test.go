@@ -226,7 +226,7 @@ func TestAbsentSettingsRule(t *testing.T) {
 			}
 			f := tc.store
 			r := &StorageBucketReconciler{Clock: clocktesting.NewFakePassiveClock(time.Now()), SyncInterval: time.Hour}
-			scope := &bucketScope{sb: tc.sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}},
+			scope := &bucketScope{sb: tc.sb, owner: testOwner(tc.sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}},
 				s3: f, bucket: "b", syncing: true, created: true}
 			if err := r.reconcileConfiguration(t.Context(), scope); err != nil {
 				t.Fatal(err)
@@ -271,7 +271,7 @@ func TestAbsentSettingsRecordOnFailure(t *testing.T) {
 	sb.Spec.Lifecycle = &bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{{ID: "new", ExpirationDays: ptr.To[int32](1)}}}
 	f := &fakeS3{errs: map[string]error{"PutBucketLifecycle": s3Err("PutBucketLifecycle", s3.KindThrottled)}}
 	r := &StorageBucketReconciler{Clock: clocktesting.NewFakePassiveClock(time.Now()), SyncInterval: time.Hour}
-	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{UID: "s1"}}, s3: f, bucket: "b", syncing: true}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{UID: "s1"}}, s3: f, bucket: "b", syncing: true}
 	if err := r.reconcileConfiguration(t.Context(), scope); err == nil {
 		t.Fatal("want the lifecycle failure")
 	}
@@ -290,7 +290,7 @@ func TestTagLimitIsAClearError(t *testing.T) {
 	sb.Spec.Tags = map[string]string{"a": "1", "b": "2", "c": "3"}
 	f := &fakeS3{tags: found, pab: &fullBlock}
 	r := &StorageBucketReconciler{Clock: clocktesting.NewFakePassiveClock(time.Now()), SyncInterval: time.Hour}
-	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{}, s3: f, bucket: "b", syncing: true}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{}, s3: f, bucket: "b", syncing: true}
 	err := r.reconcileConfiguration(t.Context(), scope)
 	se := asStepError(err, "")
 	if err == nil || se.Reason != bkv1.ReasonInvalidTags || !se.Terminal || !strings.Contains(se.Message, "S3 allows 50") {
@@ -347,7 +347,9 @@ func TestSyncDueAfterRestart(t *testing.T) {
 		setCondition(&sb.Status.Conditions, sb.Generation, typ, metav1.ConditionTrue, "Fine", "fine")
 	}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}
-	scope := func() *bucketScope { return &bucketScope{sb: sb, store: store, bucket: "b", region: "r"} }
+	scope := func() *bucketScope {
+		return &bucketScope{sb: sb, owner: testOwner(sb), store: store, bucket: "b", region: "r"}
+	}
 	fresh := func() (*StorageBucketReconciler, *clocktesting.FakePassiveClock) {
 		clk := clocktesting.NewFakePassiveClock(t0)
 		return &StorageBucketReconciler{Clock: clk, SyncInterval: interval}, clk

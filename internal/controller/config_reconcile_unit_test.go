@@ -95,7 +95,7 @@ func TestSettingsDesired(t *testing.T) {
 		if !maps.Equal(f.tags, want) {
 			t.Errorf("tags = %v, want %v", f.tags, want)
 		}
-		if got := testOwner(sb).of(f.tags); got != ownedByUs {
+		if got := testOwner(sb).of(f.tags, false); got != ownedByUs {
 			t.Errorf("bucket after configuration is %s, want ownedByUs", ownershipName(got))
 		}
 	})
@@ -248,6 +248,7 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 			}
 			scope := &bucketScope{
 				sb:     sb,
+				owner:  testOwner(sb),
 				store:  &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}},
 				s3:     f,
 				bucket: "b",
@@ -295,7 +296,7 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 	sb.Status.BucketName = "b"
 	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
 	f := &fakeS3{}
-	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}, s3: f, bucket: "b"}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}, s3: f, bucket: "b"}
 
 	if err := configurePass(r, scope); err != nil {
 		t.Fatal(err)
@@ -329,5 +330,6 @@ func configurePass(r *StorageBucketReconciler, scope *bucketScope) error {
 	return r.reconcileConfiguration(context.Background(), scope)
 }
 
-// testOwner is the owner the unit tests' reconcilers (no ClusterID) write.
-func testOwner(sb *bkv1.StorageBucket) owner { return (&StorageBucketReconciler{}).ownerOf(sb) }
+// testOwner is the owner the unit tests' reconcilers (no ClusterID) write: with no
+// namespace UID, so its tags read as they did before namespace UIDs were recorded.
+func testOwner(sb *bkv1.StorageBucket) owner { return (&StorageBucketReconciler{}).ownerIn(sb, "") }

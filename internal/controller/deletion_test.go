@@ -27,8 +27,8 @@ func TestRetainReleasesForTheSameClaimOnly(t *testing.T) {
 	f.waitGone(got)
 	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
 	must(t, err)
-	if tags[bkv1.TagClaim] != f.ns+"/keeper" || tags[bkv1.TagUID] != "" {
-		t.Fatalf("released bucket tags = %v, want the claim without a uid", tags)
+	if tags[bkv1.TagClaim] != f.ns+"/keeper" || tags[bkv1.TagUID] != f.releasedUIDTag() {
+		t.Fatalf("released bucket tags = %v, want the claim and the namespace's UID without the claim's", tags)
 	}
 
 	// Another namespace names the bucket explicitly: refused.
@@ -45,7 +45,7 @@ func TestRetainReleasesForTheSameClaimOnly(t *testing.T) {
 	if body, err := f.admin.GetObject(f.ctx, bucket, "data.txt", 64); err != nil || string(body) != "kept" {
 		t.Fatalf("retained data: %q, %v", body, err)
 	}
-	if tags, _ := f.admin.GetBucketTagging(f.ctx, bucket); tags[bkv1.TagUID] != string(rebound.UID) {
+	if tags, _ := f.admin.GetBucketTagging(f.ctx, bucket); tags[bkv1.TagUID] != f.uidTagOf(rebound) {
 		t.Fatalf("re-bound bucket tags = %v", tags)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,4 +95,21 @@ func (f *fixture) table(resource string) map[string]map[string]string {
 		out[cells["Name"]] = cells
 	}
 	return out
+}
+
+// uidTagOf is what the uid tag of a bucket bound to sb says: "<claim UID>/<namespace
+// UID>", with the namespace's UID as the API server has it.
+func (f *fixture) uidTagOf(sb client.Object) string {
+	f.t.Helper()
+	ns := &corev1.Namespace{}
+	must(f.t, k8s.Get(f.ctx, client.ObjectKey{Name: sb.GetNamespace()}, ns))
+	return string(sb.GetUID()) + "/" + string(ns.UID)
+}
+
+// releasedUIDTag is the uid tag of a bucket retained from the fixture's namespace.
+func (f *fixture) releasedUIDTag() string {
+	f.t.Helper()
+	ns := &corev1.Namespace{}
+	must(f.t, k8s.Get(f.ctx, client.ObjectKey{Name: f.ns}, ns))
+	return "/" + string(ns.UID)
 }

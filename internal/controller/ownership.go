@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -33,37 +36,76 @@ const (
 	otherCluster
 )
 
-// owner identifies a StorageBucket across clusters: what its tags must say.
+// owner identifies a StorageBucket across clusters and namespace incarnations: what its
+// tags must say.
 type owner struct {
-	claim   string
-	uid     types.UID
-	cluster string
+	claim string
+	uid   types.UID
+	// namespace is the UID of the claim's namespace: a namespace deleted and made
+	// again under the same name is another namespace, and a bucket retained from the
+	// first is not the second's to re-bind. Empty when it could not be read.
+	namespace types.UID
+	cluster   string
 }
 
-func (r *StorageBucketReconciler) ownerOf(sb *bkv1.StorageBucket) owner {
-	return owner{claim: claimTag(sb.Namespace, sb.Name), uid: sb.UID, cluster: r.ClusterID}
+// ownerOf is the owner sb's tags must name. The namespace comes from the cache, as the
+// namespace selectors do; namespaces are cluster-scoped and tenants cannot write them.
+func (r *StorageBucketReconciler) ownerOf(ctx context.Context, sb *bkv1.StorageBucket) (owner, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
+		return owner{}, err
+	}
+	return r.ownerIn(sb, ns.UID), nil
+}
+
+// ownerIn is the owner of sb in the namespace with the given UID.
+func (r *StorageBucketReconciler) ownerIn(sb *bkv1.StorageBucket, namespace types.UID) owner {
+	return owner{claim: claimTag(sb.Namespace, sb.Name), uid: sb.UID, namespace: namespace, cluster: r.ClusterID}
 }
 
 // tags are the tags that make a bucket this claim's.
 func (o owner) tags() map[string]string {
-	tags := map[string]string{bkv1.TagClaim: o.claim, bkv1.TagUID: string(o.uid)}
+	tags := map[string]string{bkv1.TagClaim: o.claim, bkv1.TagUID: uidTag(o.uid, o.namespace)}
 	if o.cluster != "" {
 		tags[bkv1.TagCluster] = o.cluster
 	}
 	return tags
 }
 
-// releasedTags are the tags of a retained bucket: the claim and cluster stay, so the
-// same cluster's claim of the same namespace and name binds it again; the UID goes.
+// releasedTags are the tags of a retained bucket: the claim, the namespace's UID and the
+// cluster stay, so the same cluster's claim of the same namespace and name binds it
+// again; the claim's UID goes.
 func (o owner) releasedTags() map[string]string {
 	tags := o.tags()
-	delete(tags, bkv1.TagUID)
+	tags[bkv1.TagUID] = uidTag("", o.namespace)
+	if o.namespace == "" {
+		delete(tags, bkv1.TagUID)
+	}
 	return tags
 }
 
-// of classifies a bucket's tags for this owner.
-func (o owner) of(tags map[string]string) ownership {
+// uidTag is the uid tag's value: "<claim UID>/<namespace UID>". Kubernetes UIDs have no
+// "/"; a tag written before namespace UIDs were recorded is the claim's UID alone.
+func uidTag(claim, namespace types.UID) string {
+	if namespace == "" {
+		return string(claim)
+	}
+	return string(claim) + "/" + string(namespace)
+}
+
+// parseUIDTag splits a uid tag into the claim's and the namespace's UID; known is false
+// for a tag that records no namespace.
+func parseUIDTag(v string) (claim, namespace types.UID, known bool) {
+	c, ns, found := strings.Cut(v, "/")
+	return types.UID(c), types.UID(ns), found && ns != ""
+}
+
+// of classifies a bucket's tags for this owner. anyIncarnation (the store's
+// guardrails.allowRebindToRecreatedNamespace) lets a released bucket of another
+// incarnation of the namespace, or of an unknown one, count as released.
+func (o owner) of(tags map[string]string, anyIncarnation bool) ownership {
 	claim, uid, cluster := tags[bkv1.TagClaim], tags[bkv1.TagUID], tags[bkv1.TagCluster]
+	claimUID, namespace, namespaceKnown := parseUIDTag(uid)
 	switch {
 	case claim == "" && uid == "" && cluster == "":
 		return unowned
@@ -71,13 +113,25 @@ func (o owner) of(tags map[string]string) ownership {
 		return otherCluster
 	case claim != o.claim:
 		return ownedByOther
-	case uid == string(o.uid):
+	case claimUID != "" && claimUID == o.uid:
 		return ownedByUs // a UID is unique across clusters: ours even without a cluster tag
-	case cluster == o.cluster:
+	case cluster != o.cluster:
+		return ownedByOther // no cluster tag (written before they existed): whose it is cannot be known
+	case namespaceKnown && namespace == o.namespace && o.namespace != "":
+		return released
+	case anyIncarnation:
 		return released
 	default:
-		return ownedByOther // no cluster tag (written before they existed): whose it is cannot be known
+		// Retained from another incarnation of the namespace, or before namespace
+		// UIDs were recorded: not this namespace's unless the store admin allows it.
+		return ownedByOther
 	}
+}
+
+// recordsNamespace says whether the tags name the namespace's UID as o would write it:
+// a bucket bound before namespace UIDs were recorded is tagged again.
+func (o owner) recordsNamespace(tags map[string]string) bool {
+	return o.namespace == "" || tags[bkv1.TagUID] == uidTag(o.uid, o.namespace)
 }
 
 // claimOf names a claim for people: namespace/name.

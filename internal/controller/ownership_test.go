@@ -47,7 +47,7 @@ func TestOwnershipMatrix(t *testing.T) {
 		}
 		tags, err := f.admin.GetBucketTagging(f.ctx, name)
 		must(t, err)
-		if tags[bkv1.TagUID] != string(got.UID) {
+		if tags[bkv1.TagUID] != f.uidTagOf(got) {
 			t.Errorf("adopted bucket tags %v", tags)
 		}
 		if ev := f.waitEvent(got, bkv1.ReasonBucketAdopted); ev[bkv1.ReasonBucketAdopted] != 1 {

@@ -36,9 +36,10 @@ func TestOwnershipOf(t *testing.T) {
 	const (
 		claim   = "team-a/data"
 		uid     = types.UID("1111-aaaa")
+		ns      = types.UID("ns-1")
 		cluster = "cluster-1"
 	)
-	me := owner{claim: claim, uid: uid, cluster: cluster}
+	me := owner{claim: claim, uid: uid, namespace: ns, cluster: cluster}
 	tags := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
@@ -46,37 +47,54 @@ func TestOwnershipOf(t *testing.T) {
 		}
 		return m
 	}
+	ours := string(uid) + "/" + string(ns)
 	tests := []struct {
 		name string
 		tags map[string]string
 		want ownership
+		// anyIncarnation: the verdict with the store's allowRebindToRecreatedNamespace
+		// (the same as want when zero).
+		anyIncarnation ownership
 	}{
-		{"nil tags", nil, unowned},
-		{"no tags", map[string]string{}, unowned},
-		{"only foreign tags", tags("team", "a", "cost-center", "42"), unowned},
-		{"empty ownership tags count as absent", tags(bkv1.TagClaim, "", bkv1.TagUID, "", bkv1.TagCluster, ""), unowned},
-		{"ours", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByUs},
-		{"ours with extra tags", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, cluster, "team", "a"), ownedByUs},
-		{"ours, tagged before cluster tags existed", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid)), ownedByUs},
-		{"released: claim and cluster without uid", tags(bkv1.TagClaim, claim, bkv1.TagCluster, cluster), released},
-		{"released: empty uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, "", bkv1.TagCluster, cluster), released},
-		{"same cluster and claim, uid of a deleted claim", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), released},
-		{"released without cluster tag: unknown cluster", tags(bkv1.TagClaim, claim), ownedByOther},
-		{"same claim other uid without cluster tag", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb"), ownedByOther},
-		{"other cluster, same claim and uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, "cluster-2"), otherCluster},
-		{"other cluster, released", tags(bkv1.TagClaim, claim, bkv1.TagCluster, "cluster-2"), otherCluster},
-		{"other cluster tag alone", tags(bkv1.TagCluster, "cluster-2"), otherCluster},
-		{"other claim with our uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByOther},
-		{"other claim with other uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther},
-		{"other claim released", tags(bkv1.TagClaim, "team-b/data", bkv1.TagCluster, cluster), ownedByOther},
-		{"uid without claim (other)", tags(bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther},
-		{"claim differs only in case", tags(bkv1.TagClaim, "Team-A/data", bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByOther},
-		{"claim is a prefix of ours", tags(bkv1.TagClaim, "team-a/dat", bkv1.TagUID, "x", bkv1.TagCluster, cluster), ownedByOther},
+		{"nil tags", nil, unowned, 0},
+		{"no tags", map[string]string{}, unowned, 0},
+		{"only foreign tags", tags("team", "a", "cost-center", "42"), unowned, 0},
+		{"empty ownership tags count as absent", tags(bkv1.TagClaim, "", bkv1.TagUID, "", bkv1.TagCluster, ""), unowned, 0},
+		{"ours", tags(bkv1.TagClaim, claim, bkv1.TagUID, ours, bkv1.TagCluster, cluster), ownedByUs, 0},
+		{"ours with extra tags", tags(bkv1.TagClaim, claim, bkv1.TagUID, ours, bkv1.TagCluster, cluster, "team", "a"), ownedByUs, 0},
+		{"ours, tagged before namespace UIDs were recorded", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid), bkv1.TagCluster, cluster), ownedByUs, 0},
+		{"ours, tagged before cluster tags existed", tags(bkv1.TagClaim, claim, bkv1.TagUID, string(uid)), ownedByUs, 0},
+		{"released from this namespace", tags(bkv1.TagClaim, claim, bkv1.TagUID, "/"+string(ns), bkv1.TagCluster, cluster), released, 0},
+		{"uid of a deleted claim of this namespace", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb/"+string(ns), bkv1.TagCluster, cluster), released, 0},
+		{"released from a namespace of the same name made earlier", tags(bkv1.TagClaim, claim, bkv1.TagUID, "/ns-0", bkv1.TagCluster, cluster), ownedByOther, released},
+		{"uid of a deleted claim of an earlier namespace", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb/ns-0", bkv1.TagCluster, cluster), ownedByOther, released},
+		{"released before namespace UIDs were recorded", tags(bkv1.TagClaim, claim, bkv1.TagCluster, cluster), ownedByOther, released},
+		{"released before namespace UIDs were recorded: empty uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, "", bkv1.TagCluster, cluster), ownedByOther, released},
+		{"uid of a deleted claim, before namespace UIDs were recorded", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther, released},
+		{"released without cluster tag: unknown cluster", tags(bkv1.TagClaim, claim), ownedByOther, 0},
+		{"same claim other uid without cluster tag", tags(bkv1.TagClaim, claim, bkv1.TagUID, "2222-bbbb/"+string(ns)), ownedByOther, 0},
+		{"other cluster, same claim and uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, ours, bkv1.TagCluster, "cluster-2"), otherCluster, 0},
+		{"other cluster, released", tags(bkv1.TagClaim, claim, bkv1.TagUID, "/"+string(ns), bkv1.TagCluster, "cluster-2"), otherCluster, 0},
+		{"other cluster tag alone", tags(bkv1.TagCluster, "cluster-2"), otherCluster, 0},
+		{"other claim with our uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, ours, bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"other claim with other uid", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, "2222-bbbb/"+string(ns), bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"other claim released", tags(bkv1.TagClaim, "team-b/data", bkv1.TagUID, "/"+string(ns), bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"uid without claim (other)", tags(bkv1.TagUID, "2222-bbbb", bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"claim differs only in case", tags(bkv1.TagClaim, "Team-A/data", bkv1.TagUID, ours, bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"claim is a prefix of ours", tags(bkv1.TagClaim, "team-a/dat", bkv1.TagUID, "x/"+string(ns), bkv1.TagCluster, cluster), ownedByOther, 0},
+		{"namespace part alone of our uid", tags(bkv1.TagClaim, claim, bkv1.TagUID, "/", bkv1.TagCluster, cluster), ownedByOther, released},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := me.of(tc.tags); got != tc.want {
+			if got := me.of(tc.tags, false); got != tc.want {
 				t.Errorf("%+v.of(%v) = %s, want %s", me, tc.tags, ownershipName(got), ownershipName(tc.want))
+			}
+			want := tc.anyIncarnation
+			if want == 0 {
+				want = tc.want
+			}
+			if got := me.of(tc.tags, true); got != want {
+				t.Errorf("%+v.of(%v, any incarnation) = %s, want %s", me, tc.tags, ownershipName(got), ownershipName(want))
 			}
 		})
 	}
@@ -85,30 +103,41 @@ func TestOwnershipOf(t *testing.T) {
 func TestOwnershipTags(t *testing.T) {
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111-aaaa"}}
 	r := &StorageBucketReconciler{ClusterID: "cluster-1"}
-	me := r.ownerOf(sb)
+	me := r.ownerIn(sb, "ns-1")
 	tags := me.tags()
-	want := map[string]string{bkv1.TagClaim: "team-a/data", bkv1.TagUID: "1111-aaaa", bkv1.TagCluster: "cluster-1"}
+	want := map[string]string{bkv1.TagClaim: "team-a/data", bkv1.TagUID: "1111-aaaa/ns-1", bkv1.TagCluster: "cluster-1"}
 	if !maps.Equal(tags, want) {
 		t.Errorf("tags = %v, want %v", tags, want)
 	}
 	// The tags written are exactly what is recognised as ours, and the released tags
 	// are what is recognised as released.
-	if got := me.of(tags); got != ownedByUs {
+	if got := me.of(tags, false); got != ownedByUs {
 		t.Errorf("of(tags) = %s, want ownedByUs", ownershipName(got))
 	}
-	if got := me.of(me.releasedTags()); got != released {
+	if got := me.of(me.releasedTags(), false); got != released {
 		t.Errorf("of(releasedTags) = %s, want released", ownershipName(got))
 	}
-	// A later incarnation (same namespace/name, new UID) of the same cluster binds the
-	// bucket again, released or not; another cluster's never.
+	if !me.recordsNamespace(tags) || me.recordsNamespace(map[string]string{bkv1.TagUID: "1111-aaaa"}) {
+		t.Error("recordsNamespace does not tell the tags with the namespace's UID from those without")
+	}
+	// A later incarnation (same namespace/name, new UID) of the same cluster in the
+	// same namespace binds the bucket again, released or not; in a namespace made
+	// again under the same name, only where the store allows it; another cluster's
+	// never.
 	next := sb.DeepCopy()
 	next.UID = "3333-cccc"
 	for _, tt := range []map[string]string{me.releasedTags(), me.tags()} {
-		if got := r.ownerOf(next).of(tt); got != released {
+		if got := r.ownerIn(next, "ns-1").of(tt, false); got != released {
 			t.Errorf("bucket tagged %v seen by a new incarnation = %s, want released", tt, ownershipName(got))
 		}
-		other := (&StorageBucketReconciler{ClusterID: "cluster-2"}).ownerOf(next)
-		if got := other.of(tt); got != otherCluster {
+		if got := r.ownerIn(next, "ns-2").of(tt, false); got != ownedByOther {
+			t.Errorf("bucket tagged %v seen from a recreated namespace = %s, want ownedByOther", tt, ownershipName(got))
+		}
+		if got := r.ownerIn(next, "ns-2").of(tt, true); got != released {
+			t.Errorf("bucket tagged %v seen from a recreated namespace the store allows = %s, want released", tt, ownershipName(got))
+		}
+		other := (&StorageBucketReconciler{ClusterID: "cluster-2"}).ownerIn(next, "ns-1")
+		if got := other.of(tt, true); got != otherCluster {
 			t.Errorf("bucket tagged %v seen by another cluster = %s, want otherCluster", tt, ownershipName(got))
 		}
 	}
@@ -362,7 +391,7 @@ func TestSyncMemoSyncDue(t *testing.T) {
 
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 1}}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}
-	scope := &bucketScope{sb: sb, store: store}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: store}
 	markDone := func() {
 		r.synced.done(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, sb.UID, syncVersion(scope), clk.Now())
 	}

@@ -52,7 +52,7 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 	}
 	sb.Status.BucketName = "b"
 	setCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
-	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
 
 	// pass runs the availability step at now; it reports whether status changed (what
 	// the status patcher would write).
@@ -150,7 +150,7 @@ func TestDeferredProbeRequestRequeuesWithoutScheduler(t *testing.T) {
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 1}}
 	sb.Status.BucketName = "b"
 	setCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
-	scope := &bucketScope{sb: sb, store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
+	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
 	run := func(value string, at time.Duration) time.Duration {
 		clk.SetTime(t0.Add(at))
 		sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value}

@@ -47,7 +47,7 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 	bucket := got.Status.BucketName
 	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
 	must(t, err)
-	if tags[bkv1.TagClaim] != f.ns+"/photos" || tags[bkv1.TagUID] != string(got.UID) || tags["team"] != "media" {
+	if tags[bkv1.TagClaim] != f.ns+"/photos" || tags[bkv1.TagUID] != f.uidTagOf(got) || tags["team"] != "media" {
 		t.Errorf("bucket tags = %v", tags)
 	}
 	if v, err := f.admin.GetBucketVersioning(f.ctx, bucket); err != nil || v != s3.VersioningEnabled {
@@ -153,7 +153,7 @@ func TestDriftIsCorrected(t *testing.T) {
 
 	// Someone changes everything behind the operator's back.
 	must(t, f.admin.PutBucketVersioning(f.ctx, bucket, s3.VersioningSuspended))
-	must(t, f.admin.PutBucketTagging(f.ctx, bucket, map[string]string{"team": "b", bkv1.TagClaim: f.ns + "/drifty", bkv1.TagUID: string(got.UID)}))
+	must(t, f.admin.PutBucketTagging(f.ctx, bucket, map[string]string{"team": "b", bkv1.TagClaim: f.ns + "/drifty", bkv1.TagUID: f.uidTagOf(got)}))
 	must(t, f.admin.DeleteBucketLifecycle(f.ctx, bucket))
 	must(t, f.admin.DeleteBucketPolicy(f.ctx, bucket))
 

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -38,17 +39,21 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if err != nil {
 		return asStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
 	}
-	me := r.ownerOf(sb)
-	switch me.of(tags) {
+	me := scope.owner
+	switch me.of(tags, scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
 	case ownedByUs:
-		if tags[bkv1.TagCluster] == "" && me.cluster != "" {
-			if err := r.tagOwner(ctx, scope, tags); err != nil { // tagged before cluster tags existed
+		if (tags[bkv1.TagCluster] == "" && me.cluster != "") || !me.recordsNamespace(tags) {
+			// Tagged before cluster tags, or namespace UIDs, were recorded.
+			if err := r.tagOwner(ctx, scope, tags); err != nil {
 				return err
 			}
 		}
 		r.provisioned(scope, bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket")
 		return nil
 	case released:
+		if err := r.confirmNamespace(ctx, scope); err != nil {
+			return err
+		}
 		if err := r.tagOwner(ctx, scope, tags); err != nil {
 			return err
 		}
@@ -134,12 +139,29 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 	return nil
 }
 
+// confirmNamespace reads the claim's namespace from the API server before a released
+// bucket is bound again: the cached namespace may still be an earlier one of the same
+// name, just deleted, whose retained buckets are not this one's to take.
+func (r *StorageBucketReconciler) confirmNamespace(ctx context.Context, scope *bucketScope) error {
+	if scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Stores.APIReader.Get(ctx, types.NamespacedName{Name: scope.sb.Namespace}, ns); err != nil {
+		return err
+	}
+	if ns.UID != scope.owner.namespace {
+		return fmt.Errorf("namespace %s is not the one the cache holds yet; will retry", scope.sb.Namespace)
+	}
+	return nil
+}
+
 // tagOwner adds the ownership tags, keeping the tags already there; the configuration
 // step then brings the rest of the tags in line with the spec.
 func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketScope, existing map[string]string) error {
 	tags := withoutSystemTags(existing)
 	maps.Copy(tags, scope.sb.Spec.Tags)
-	maps.Copy(tags, r.ownerOf(scope.sb).tags())
+	maps.Copy(tags, scope.owner.tags())
 	if len(tags) > bkv1.MaxBucketTags {
 		// Checked here, before anything is written: a pre-existing bucket's own tags
 		// are kept, and with the spec's and the ownership tags they may not fit.

@@ -54,7 +54,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 	managed := managedConfigOf(sb, scope.bucket)
 	applied := managed.applied
 	var changed, unsupported, notes []string
-	for _, s := range desiredSettings(sb, r.ownerOf(sb), managed) {
+	for _, s := range desiredSettings(sb, scope.owner, managed) {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
@@ -72,7 +72,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 			s.record(&applied)
 		}
 	}
-	applied.Hash = desiredHash(scope, r.ownerOf(sb))
+	applied.Hash = desiredHash(scope, scope.owner)
 	setApplied(sb, applied)
 	if len(changed) > 0 && !scope.created {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonConfigApplied, "Configure", "applied %s to bucket %s", strings.Join(changed, ", "), scope.bucket)

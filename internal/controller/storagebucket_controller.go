@@ -71,6 +71,8 @@ type bucketScope struct {
 	// created: the bucket was created in this pass, whose creation event already
 	// tells the story; the configuration applied to it is not announced separately.
 	created bool
+	// owner is what the bucket's ownership tags must say (reconcileStore).
+	owner owner
 	// probeWake is when the probe scheduler will wake the bucket next (zero: it will
 	// not), as reconcileAvailability scheduled it.
 	probeWake time.Time

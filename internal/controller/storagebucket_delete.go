@@ -142,8 +142,11 @@ func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv
 	if err != nil {
 		return false, asStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
 	}
-	me := r.ownerOf(sb)
-	switch me.of(tags) {
+	me, err := r.ownerOf(ctx, sb)
+	if err != nil {
+		return false, err
+	}
+	switch me.of(tags, store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
 	case ownedByUs:
 	case unowned:
 		if !createIntended(sb, bucket) {
@@ -162,16 +165,17 @@ func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv
 	case bkv1.DeletionPolicyPurge:
 		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
 	default:
-		return r.releaseBucket(ctx, sb, c, bucket, tags)
+		return r.releaseBucket(ctx, sb, me, c, bucket, tags)
 	}
 }
 
-// releaseBucket keeps the bucket but drops this object's UID from its tags, so that only
-// a new StorageBucket of this cluster with the same namespace and name binds it again.
-func (r *StorageBucketReconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string, tags map[string]string) (bool, error) {
+// releaseBucket keeps the bucket but drops this object's UID from its tags, keeping its
+// namespace's, so that only a new StorageBucket of this cluster with the same name in the
+// same namespace (that namespace object, not a later one of its name) binds it again.
+func (r *StorageBucketReconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, me owner, c s3.Client, bucket string, tags map[string]string) (bool, error) {
 	released := withoutSystemTags(tags)
 	delete(released, bkv1.TagUID)
-	maps.Copy(released, r.ownerOf(sb).releasedTags())
+	maps.Copy(released, me.releasedTags())
 	if err := c.PutBucketTagging(ctx, bucket, released); err != nil {
 		return false, asStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
 	}

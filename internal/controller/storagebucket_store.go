@@ -43,7 +43,11 @@ func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *buc
 	if err != nil {
 		return err
 	}
-	scope.store, scope.s3 = store, c
+	me, err := r.ownerOf(ctx, sb)
+	if err != nil {
+		return err
+	}
+	scope.store, scope.s3, scope.owner = store, c, me
 	scope.bucket = bucketNameFor(sb, store)
 	scope.region = region
 	return nil

@@ -33,7 +33,7 @@ func (r *StorageBucketReconciler) syncDue(scope *bucketScope) bool {
 	if r.synced.has(key) {
 		return r.synced.due(key, sb.UID, version, now, r.SyncInterval)
 	}
-	if !resumable(sb, desiredHash(scope, r.ownerOf(sb))) {
+	if !resumable(sb, desiredHash(scope, scope.owner)) {
 		return true
 	}
 	// Recorded as if synced one interval before the slot: due from the slot on.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,7 +221,7 @@ func TestAdoptionGuardrail(t *testing.T) {
 	}
 	tags, err := f.s3.GetBucketTagging(f.ctx, legacy.name)
 	must(t, err)
-	if tags[bkv1.TagUID] != string(got.UID) {
+	if claimUID, _, _ := strings.Cut(tags[bkv1.TagUID], "/"); claimUID != string(got.UID) {
 		t.Errorf("adopted bucket's tags = %v: want this claim's uid", tags)
 	}
 	// Retain (the default) releases it on deletion: the admin's data stays.
