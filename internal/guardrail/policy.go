@@ -46,7 +46,8 @@ func refuse(format string, args ...any) *PolicyError {
 // none twice, Effect Allow or Deny). Every statement's Resource must name only this
 // bucket or objects in it: a statement that could reach another bucket (a wildcard in
 // the bucket part, NotResource, a non-S3 ARN) is refused, as stores differ in whether
-// they reject such a policy and some would apply it. It also reports whether the policy is public, which the caller weighs
+// they reject such a policy and some would apply it. An Allow may grant only
+// AllowedActions. It also reports whether the policy is public, which the caller weighs
 // against the store's guardrails.
 func InspectPolicy(doc []byte, bucket string) (PolicyReport, error) {
 	var report PolicyReport
@@ -76,6 +77,9 @@ func InspectPolicy(doc []byte, bucket string) (PolicyReport, error) {
 		}
 		if st.effect != "Allow" {
 			continue // a Deny for everyone (enforce TLS, say) takes access away, never grants it
+		}
+		if err := checkAllowActions(name, st); err != nil {
+			return report, err
 		}
 		if report.Public == "" && (st.notPrincipal != nil || wildcardPrincipal(st.principal)) {
 			report.Public = name
