@@ -13,7 +13,8 @@ import (
 // anything is sent to the store: a refused claim creates, tags and configures nothing.
 // It runs on every pass, so a guardrail the platform team tightens later stalls the
 // claims it now refuses (their buckets are left as they are). Each refusal's reason
-// names the guardrail.
+// names the guardrail. The policy it accepts is kept in scope.policy as checked, for
+// the configuration step to send.
 func (r *StorageBucketReconciler) reconcileGuardrails(_ context.Context, scope *bucketScope) error {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
@@ -44,6 +45,7 @@ func (r *StorageBucketReconciler) reconcileGuardrails(_ context.Context, scope *
 			return terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
 				report.Public, store.Name)
 		}
+		scope.policy = report.Canonical
 	}
 	return nil
 }
