@@ -72,8 +72,10 @@ const (
 	// ReasonPublicAccessNotAllowed: publicAccess: Allowed, or a policy granting an
 	// anonymous or wildcard principal, without guardrails.allowPublicBuckets.
 	ReasonPublicAccessNotAllowed = "PublicAccessNotAllowed"
-	// ReasonPolicyNotAllowed: a policy statement reaches beyond this bucket, or the
-	// policy is larger than S3 accepts.
+	// ReasonPolicyNotAllowed: the policy breaks the strict grammar (an unknown,
+	// case-variant or repeated key, say), a statement reaches beyond this bucket, an
+	// Allow grants an action that is not a data-plane one, or the policy is larger
+	// than S3 accepts. The message names the key, statement or action.
 	ReasonPolicyNotAllowed = "PolicyNotAllowed"
 	// ReasonDeletionPolicyNotAllowed: the deletionPolicy is not among the store's
 	// guardrails.allowedDeletionPolicies.

@@ -67,14 +67,19 @@ type StorageBucketSpec struct {
 	// +kubebuilder:default=Blocked
 	PublicAccess PublicAccess `json:"publicAccess,omitempty"`
 
-	// Policy is the bucket policy document, as a JSON object with a Statement. Every
-	// statement's Resource must name only this bucket and its objects, and a policy
-	// granting an anonymous or wildcard principal needs the store's
-	// guardrails.allowPublicBuckets; both are checked when the bucket name is known.
-	// At most 20 KiB, S3's limit. Admission checks that it is an object; the rest is
-	// checked before anything is sent (the API server's CEL cannot see inside it).
-	// It replaces the bucket's policy as a whole. Removing it deletes a policy the
-	// operator set; a policy found on an adopted bucket stays while none is given here.
+	// Policy is the bucket policy document, as a JSON object with a Statement. It is
+	// read strictly: only the keys of the policy grammar (Version, Id, Statement; Sid,
+	// Effect, Principal, NotPrincipal, Action, NotAction, Resource, Condition), in
+	// their exact case and each once. Every statement's Resource must name only this
+	// bucket and its objects; an Allow may grant only object, multipart and listing
+	// actions (no wildcards, no NotAction); a policy granting an anonymous or
+	// wildcard principal needs the store's guardrails.allowPublicBuckets. At most
+	// 20 KiB, S3's limit. Admission checks only that it is an object (neither the
+	// schema nor CEL can see inside it or measure it); the rest is checked before
+	// anything is sent, and the store is sent the document as checked, rewritten in
+	// a canonical key order. It replaces the bucket's policy as a whole. Removing it
+	// deletes a policy the operator set; a policy found on an adopted bucket stays
+	// while none is given here.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -227,7 +227,7 @@ func TestAbsentSettingsRule(t *testing.T) {
 			f := tc.store
 			r := &StorageBucketReconciler{Clock: clocktesting.NewFakePassiveClock(time.Now()), SyncInterval: time.Hour}
 			scope := &bucketScope{sb: tc.sb, owner: testOwner(tc.sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}},
-				s3: f, bucket: "b", syncing: true, created: true}
+				s3: f, bucket: "b", syncing: true, created: true, policy: acceptedPolicy(t, tc.sb)}
 			if err := r.reconcileConfiguration(t.Context(), scope); err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ func TestSettingsDesired(t *testing.T) {
 
 	t.Run("versioning unset means no versioning setting", func(t *testing.T) {
 		sb := newSpecBucket()
-		if got := settingNames(desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"))); !slices.Equal(got, withoutVersioning) {
+		if got := settingNames(desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"), "")); !slices.Equal(got, withoutVersioning) {
 			t.Errorf("settings = %v, want %v", got, withoutVersioning)
 		}
 		// Whatever the bucket's versioning is, it is neither read nor written.
@@ -41,7 +41,7 @@ func TestSettingsDesired(t *testing.T) {
 		t.Run("versioning "+string(v), func(t *testing.T) {
 			sb := newSpecBucket()
 			sb.Spec.Versioning = v
-			if got := settingNames(desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"))); !slices.Equal(got, all) {
+			if got := settingNames(desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"), "")); !slices.Equal(got, all) {
 				t.Errorf("settings = %v, want %v", got, all)
 			}
 			f := &fakeS3{}
@@ -55,7 +55,7 @@ func TestSettingsDesired(t *testing.T) {
 	t.Run("only the public access block is optional on a store", func(t *testing.T) {
 		sb := newSpecBucket()
 		sb.Spec.Versioning = bkv1.VersioningEnabled
-		for _, s := range desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b")) {
+		for _, s := range desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"), "") {
 			if want := s.name == "public access block"; s.optionalOnStore != want {
 				t.Errorf("%s: optionalOnStore = %v, want %v", s.name, s.optionalOnStore, want)
 			}
@@ -326,6 +326,13 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 // configurePass runs the configuration step as a reconcile does: whether this pass
 // syncs is decided first (by the bucket step in the real flow).
 func configurePass(r *StorageBucketReconciler, scope *bucketScope) error {
+	// The guardrails come first in a real pass and pass the policy on, checked; the
+	// tests' stores allow no public policy, so only the canonical form is taken here.
+	policy, err := canonicalSpecPolicy(scope.sb, scope.bucket)
+	if err != nil {
+		return err
+	}
+	scope.policy = policy
 	scope.syncing = r.syncDue(scope)
 	return r.reconcileConfiguration(context.Background(), scope)
 }

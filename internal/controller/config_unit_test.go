@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -274,7 +275,6 @@ const (
 )
 
 func TestSettingPolicy(t *testing.T) {
-	raw := func(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 	wantPolicy := func(want string) func(*testing.T, *fakeS3) {
 		return func(t *testing.T, f *fakeS3) {
 			if f.policy != want {
@@ -286,39 +286,45 @@ func TestSettingPolicy(t *testing.T) {
 	getDenied := s3Err("GetBucketPolicy", s3.KindAccessDenied)
 	putInvalid := s3Err("PutBucketPolicy", s3.KindInvalid)
 	runSettingCases(t, []settingCase{
-		{name: "none wanted (nil), none there", fake: &fakeS3{},
-			apply: policySetting(nil), check: wantPolicy("")},
-		{name: "none wanted (null), none there", fake: &fakeS3{},
-			apply: policySetting(raw("null")), check: wantPolicy("")},
-		{name: "none wanted (empty raw), none there", fake: &fakeS3{},
-			apply: policySetting(&apiextensionsv1.JSON{}), check: wantPolicy("")},
+		{name: "none wanted, none there", fake: &fakeS3{},
+			apply: policySetting(""), check: wantPolicy("")},
 		{name: "identical text", fake: &fakeS3{policy: specPolicy},
-			apply: policySetting(raw(specPolicy)), check: wantPolicy(specPolicy)},
+			apply: policySetting(specPolicy), check: wantPolicy(specPolicy)},
 		{name: "reformatted by the store: reordered keys, string for one-element array", fake: &fakeS3{policy: storedPolicy},
-			apply: policySetting(raw(specPolicy)), check: wantPolicy(storedPolicy)},
+			apply: policySetting(specPolicy), check: wantPolicy(storedPolicy)},
 		{name: "arrays in another order", fake: &fakeS3{policy: twoActionsPolicyReversed},
-			apply: policySetting(raw(twoActionsPolicy)), check: wantPolicy(twoActionsPolicyReversed)},
+			apply: policySetting(twoActionsPolicy), check: wantPolicy(twoActionsPolicyReversed)},
 		{name: "none there, policy wanted", fake: &fakeS3{},
-			apply: policySetting(raw(specPolicy)), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(specPolicy)},
+			apply: policySetting(specPolicy), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(specPolicy)},
 		{name: "different action", fake: &fakeS3{policy: storedPolicy},
-			apply: policySetting(raw(writePolicy)), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(writePolicy)},
+			apply: policySetting(writePolicy), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(writePolicy)},
 		{name: "one action more", fake: &fakeS3{policy: specPolicy},
-			apply: policySetting(raw(twoActionsPolicy)), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(twoActionsPolicy)},
+			apply: policySetting(twoActionsPolicy), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(twoActionsPolicy)},
 		{name: "store answers something that is not JSON", fake: &fakeS3{policy: "<Policy/>"},
-			apply: policySetting(raw(specPolicy)), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(specPolicy)},
-		{name: "spec removes policy (nil): deleted", fake: &fakeS3{policy: storedPolicy},
-			apply: policySetting(nil), wantWrote: true, wantWrites: []string{"DeleteBucketPolicy"}, check: wantPolicy("")},
-		{name: "spec removes policy (null): deleted", fake: &fakeS3{policy: storedPolicy},
-			apply: policySetting(raw("null")), wantWrote: true, wantWrites: []string{"DeleteBucketPolicy"}, check: wantPolicy("")},
+			apply: policySetting(specPolicy), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, check: wantPolicy(specPolicy)},
+		{name: "spec removes policy: deleted", fake: &fakeS3{policy: storedPolicy},
+			apply: policySetting(""), wantWrote: true, wantWrites: []string{"DeleteBucketPolicy"}, check: wantPolicy("")},
 		{name: "store without policies, policy wanted: error surfaces", fake: &fakeS3{errs: map[string]error{"GetBucketPolicy": getNI}},
-			apply: policySetting(raw(specPolicy)), wantErr: getNI},
+			apply: policySetting(specPolicy), wantErr: getNI},
 		{name: "store without policies, nothing wanted: fine", fake: &fakeS3{errs: map[string]error{"GetBucketPolicy": getNI}},
-			apply: policySetting(nil)},
+			apply: policySetting("")},
 		{name: "read refused", fake: &fakeS3{errs: map[string]error{"GetBucketPolicy": getDenied}},
-			apply: policySetting(nil), wantErr: getDenied},
+			apply: policySetting(""), wantErr: getDenied},
 		{name: "policy refused as invalid", fake: &fakeS3{errs: map[string]error{"PutBucketPolicy": putInvalid}},
-			apply: policySetting(raw(specPolicy)), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, wantErr: putInvalid, check: wantPolicy("")},
+			apply: policySetting(specPolicy), wantWrote: true, wantWrites: []string{"PutBucketPolicy"}, wantErr: putInvalid, check: wantPolicy("")},
 	})
+}
+
+// TestPolicyDocument: nil, null and an empty raw value all mean no policy.
+func TestPolicyDocument(t *testing.T) {
+	for _, spec := range []*apiextensionsv1.JSON{nil, {Raw: []byte("null")}, {}} {
+		if got := policyDocument(spec); got != "" {
+			t.Errorf("policyDocument(%v) = %q, want none", spec, got)
+		}
+	}
+	if got := policyDocument(&apiextensionsv1.JSON{Raw: []byte(specPolicy)}); got != specPolicy {
+		t.Errorf("policyDocument = %q, want %q", got, specPolicy)
+	}
 }
 
 func settingNames(settings []setting) []string {
@@ -350,11 +356,32 @@ func exclusiveTags(want map[string]string) applyFunc { return tagsSetting(nil, w
 // exclusiveLifecycle is the lifecycle setting of a bucket the operator created.
 func exclusiveLifecycle(want []s3.LifecycleRule) applyFunc { return lifecycleSetting(want, allMine) }
 
+// acceptedPolicy is sb's policy as the guardrails pass it on to the configuration step
+// of bucket "b" (canonical), "" for none.
+func acceptedPolicy(t *testing.T, sb *bkv1.StorageBucket) string {
+	t.Helper()
+	policy, err := canonicalSpecPolicy(sb, "b")
+	if err != nil {
+		t.Fatalf("the guardrails refuse the test's policy: %v", err)
+	}
+	return policy
+}
+
+// canonicalSpecPolicy is sb's policy in the canonical form the guardrails give it.
+func canonicalSpecPolicy(sb *bkv1.StorageBucket, bucket string) (string, error) {
+	raw := policyDocument(sb.Spec.Policy)
+	if raw == "" {
+		return "", nil
+	}
+	report, err := guardrail.InspectPolicy([]byte(raw), bucket)
+	return report.Canonical, err
+}
+
 // applyAll runs every desired setting once, as reconcileConfiguration does.
 func applyAll(t *testing.T, sb *bkv1.StorageBucket, f *fakeS3) []string {
 	t.Helper()
 	var changed []string
-	for _, s := range desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b")) {
+	for _, s := range desiredSettings(sb, testOwner(sb), managedConfigOf(sb, "b"), acceptedPolicy(t, sb)) {
 		wrote, err := s.apply(context.Background(), f, "b")
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)

@@ -54,7 +54,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 	managed := managedConfigOf(sb, scope.bucket)
 	applied := managed.applied
 	var changed, unsupported, notes []string
-	for _, s := range desiredSettings(sb, scope.owner, managed) {
+	for _, s := range desiredSettings(sb, scope.owner, managed, scope.policy) {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
@@ -96,9 +96,10 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 }
 
 // desiredSettings lists the settings of a spec, given what the operator manages on the
-// bucket. A setting the spec leaves out and the operator never applied is not even read:
-// it is not the operator's.
-func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig) []setting {
+// bucket and the spec's policy as the guardrails accepted it (canonical, "" for none).
+// A setting the spec leaves out and the operator never applied is not even read: it is
+// not the operator's.
+func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig, policy string) []setting {
 	var out []setting
 	switch {
 	case sb.Spec.Versioning != "":
@@ -124,9 +125,8 @@ func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig) []
 
 	out = append(out, setting{name: "public access block", apply: publicAccessSetting(sb.Spec.PublicAccess != bkv1.PublicAccessAllowed), optionalOnStore: true})
 
-	policy := policyDocument(sb.Spec.Policy)
 	if policy != "" || managed.exclusive || managed.applied.Policy {
-		out = append(out, setting{name: "policy", apply: policySetting(sb.Spec.Policy),
+		out = append(out, setting{name: "policy", apply: policySetting(policy),
 			record: func(a *bkv1.AppliedConfiguration) { a.Policy = policy != "" && !managed.exclusive }})
 	}
 	return out
@@ -244,11 +244,10 @@ func publicAccessSetting(blocked bool) func(context.Context, s3.Client, string) 
 }
 
 // policySetting compares policies as documents, not text: stores reformat them (key
-// order, whitespace, one-element arrays). The spec's policy replaces the bucket's whole;
-// none deletes it, and desiredSettings asks for that only of a policy that is the
-// operator's.
-func policySetting(spec *apiextensionsv1.JSON) func(context.Context, s3.Client, string) (bool, error) {
-	want := policyDocument(spec)
+// order, whitespace, one-element arrays). want is the canonical policy the guardrails
+// accepted; it replaces the bucket's whole. None ("") deletes it, and desiredSettings
+// asks for that only of a policy that is the operator's.
+func policySetting(want string) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {
 		have, err := c.GetBucketPolicy(ctx, bucket)
 		if err != nil {
@@ -270,7 +269,8 @@ func policySetting(spec *apiextensionsv1.JSON) func(context.Context, s3.Client, 
 	}
 }
 
-// policyDocument is the spec's policy as a document, or "" when there is none.
+// policyDocument is the spec's policy as the tenant wrote it, or "" when there is none:
+// input for the guardrails only. What is sent is the canonical form they return.
 func policyDocument(spec *apiextensionsv1.JSON) string {
 	if spec == nil || len(spec.Raw) == 0 || string(spec.Raw) == "null" {
 		return ""

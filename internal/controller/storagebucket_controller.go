@@ -65,6 +65,10 @@ type bucketScope struct {
 	s3      s3.Client
 	bucket  string
 	region  string
+	// policy is the spec's bucket policy as the guardrails checked it, in its canonical
+	// form ("" for none): what the configuration step sends the store, never the
+	// tenant's own bytes. reconcileGuardrails sets it; nothing before it may read it.
+	policy string
 	// syncing: bucket and configuration are checked against the store in this pass
 	// (see syncDue); otherwise the last verdict stands.
 	syncing bool

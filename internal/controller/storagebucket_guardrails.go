@@ -14,7 +14,8 @@ import (
 // It runs on every pass, suspended or not, so a guardrail the platform team tightens
 // later stalls the claims it now refuses, and what it now forbids on their buckets
 // (public access, a public or refused policy the operator set) is withdrawn. Each
-// refusal's reason names the guardrail.
+// refusal's reason names the guardrail. The policy it accepts is kept in scope.policy
+// as checked, for the configuration step to send.
 func (r *StorageBucketReconciler) reconcileGuardrails(ctx context.Context, scope *bucketScope) error {
 	refusal := checkGuardrails(scope)
 	if refusal == nil {
@@ -60,6 +61,7 @@ func checkGuardrails(scope *bucketScope) *stepError {
 			return terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
 				report.Public, store.Name)
 		}
+		scope.policy = report.Canonical
 	}
 	return nil
 }

@@ -106,7 +106,8 @@ const desiredHashSchema = 1
 
 // desiredHash digests everything the configuration step brings in line: the settings,
 // the ownership tags, where the bucket is and how absent settings are treated. Equal
-// hashes mean a sync would apply the same thing again.
+// hashes mean a sync would apply the same thing again. The policy is the one the
+// guardrails passed on (scope.policy, canonical), which is what a sync sends.
 func desiredHash(scope *bucketScope, me owner) string {
 	sb := scope.sb
 	doc, _ := json.Marshal(struct {
@@ -122,7 +123,7 @@ func desiredHash(scope *bucketScope, me owner) string {
 		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: endpointOf(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
-		Policy: policyDocument(sb.Spec.Policy),
+		Policy: scope.policy,
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:8])

@@ -2,8 +2,6 @@ package controller_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -31,17 +29,6 @@ func publicReadPolicy(t *testing.T, bucket string) *apiextensionsv1.JSON {
 	return &apiextensionsv1.JSON{Raw: raw}
 }
 
-// anonymousGet reads an object with no credentials at all, as anyone on the network
-// could, and returns the HTTP status.
-func anonymousGet(t *testing.T, server *testenv.S3Server, bucket, key string) int {
-	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("%s/%s/%s", server.Endpoint, bucket, key))
-	must(t, err)
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
-}
-
 // TestSuspendDoesNotExemptFromGuardrails: a tenant's public bucket, allowed while the
 // store allowed public buckets, is suspended; then the platform team turns public
 // buckets off. The suspended claim is Stalled with the guardrail's reason, anonymous
@@ -60,7 +47,7 @@ func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
 			f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, "")
 			data := []byte("tenant data")
 			must(t, f.admin.PutObject(f.ctx, bucket, "report.csv", data))
-			if code := anonymousGet(t, server, bucket, "report.csv"); code != http.StatusOK {
+			if code, _ := anonymousGet(t, server, bucket, "report.csv"); code != http.StatusOK {
 				t.Fatalf("the public policy does not work on %s to begin with: anonymous GET = %d", server.Kind, code)
 			}
 
@@ -83,7 +70,7 @@ func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
 				t.Errorf("Suspended = %+v, want True", c)
 			}
 			f.eventually(30*time.Second, "anonymous reads refused", func() error {
-				if code := anonymousGet(t, server, bucket, "report.csv"); code == http.StatusOK {
+				if code, _ := anonymousGet(t, server, bucket, "report.csv"); code == http.StatusOK {
 					return errf("anonymous GET = %d", code)
 				}
 				return nil

@@ -4,22 +4,31 @@
 package guardrail
 
 import (
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
-// MaxPolicySize is S3's limit on a bucket policy document.
+// MaxPolicySize is S3's limit on a bucket policy document. Admission cannot bound
+// spec.policy (the API server's schema and CEL see no byte size of an object whose
+// fields are unknown to it), so InspectPolicy refuses a larger document before decoding
+// a byte of it.
 const MaxPolicySize = 20 * 1024
 
 const s3ARNPrefix = "arn:aws:s3:::"
 
-// PolicyReport is what a bucket policy grants, as far as the guardrails care.
+// PolicyReport is what a bucket policy grants, as far as the guardrails care, and the
+// document to send.
 type PolicyReport struct {
 	// Public names the first statement that grants an anonymous or wildcard
 	// principal (or grants through NotPrincipal, which means everyone but a few);
 	// empty when there is none.
 	Public string
+	// Canonical is the policy as it was checked, in the canonical form (see
+	// policy_canonical.go). It is what the operator sends the store: the tenant's own
+	// bytes may say more than the parser saw to a store that reads JSON another way.
+	Canonical string
 }
 
 // PolicyError says which rule a policy breaks; its message is safe to show a tenant.
@@ -31,54 +40,57 @@ func refuse(format string, args ...any) *PolicyError {
 	return &PolicyError{Message: fmt.Sprintf(format, args...)}
 }
 
-// InspectPolicy checks a bucket policy for the bucket named bucket: at most
-// MaxPolicySize bytes, a JSON object with a Statement, and every statement's Resource
-// naming only this bucket or objects in it. A statement that could reach another bucket
-// (a wildcard in the bucket part, NotResource, a non-S3 ARN) is refused: stores differ in
-// whether they reject such a policy, and some would apply it. It also reports whether
-// the policy is public, which the caller weighs against the store's guardrails.
+// InspectPolicy checks a bucket policy for the bucket named bucket and returns it in
+// the canonical form. The document must be at most MaxPolicySize bytes of UTF-8 and
+// follow the policy grammar strictly (policy_parse.go: known keys in their exact case,
+// none twice, Effect Allow or Deny). Every statement's Resource must name only this
+// bucket or objects in it: a statement that could reach another bucket (a wildcard in
+// the bucket part, NotResource, a non-S3 ARN) is refused, as stores differ in whether
+// they reject such a policy and some would apply it. An Allow may grant only
+// AllowedActions. It also reports whether the policy is public, which the caller weighs
+// against the store's guardrails.
 func InspectPolicy(doc []byte, bucket string) (PolicyReport, error) {
 	var report PolicyReport
 	if len(doc) > MaxPolicySize {
 		return report, refuse("policy is %d bytes, more than S3's limit of %d", len(doc), MaxPolicySize)
 	}
-	var policy map[string]any
-	if err := json.Unmarshal(doc, &policy); err != nil {
-		return report, refuse("policy must be a JSON object: %v", err)
+	if !utf8.Valid(doc) {
+		return report, refuse("policy is not valid UTF-8")
 	}
-	statements, err := listOf(policy["Statement"])
-	if err != nil || len(statements) == 0 {
-		return report, refuse("policy must have a Statement: an object or a non-empty list of objects")
+	policy, err := parsePolicy(doc)
+	if err != nil {
+		return report, err
 	}
-	for i, raw := range statements {
-		st, ok := raw.(map[string]any)
-		if !ok {
-			return report, refuse("policy Statement[%d] must be an object", i)
-		}
+	for i := range policy.statements {
+		st := &policy.statements[i]
 		name := statementName(st, i)
-		if _, ok := st["NotResource"]; ok {
+		if st.notResource != nil {
 			return report, refuse("policy %s uses NotResource, which can reach other buckets; name this bucket's resources in Resource", name)
 		}
-		resources, err := stringsOf(st["Resource"])
-		if err != nil || len(resources) == 0 {
+		if st.resource == nil {
 			return report, refuse("policy %s must have a Resource naming arn:aws:s3:::%s or arn:aws:s3:::%s/...", name, bucket, bucket)
 		}
-		for _, res := range resources {
+		for _, res := range st.resource.list {
 			if !resourceOfBucket(res, bucket) {
-				return report, refuse("policy %s has Resource %q, which is not bucket %q or its objects", name, res, bucket)
+				return report, refuse("policy %s has Resource %s, which is not bucket %q or its objects", name, quote(res), bucket)
 			}
 		}
-		if effect, _ := st["Effect"].(string); effect != "Allow" || report.Public != "" {
+		if st.effect != "Allow" {
 			continue // a Deny for everyone (enforce TLS, say) takes access away, never grants it
 		}
-		if _, ok := st["NotPrincipal"]; ok {
-			report.Public = name
-			continue
+		if err := checkAllowActions(name, st); err != nil {
+			return report, err
 		}
-		if wildcardPrincipal(st["Principal"]) {
+		if report.Public == "" && (st.notPrincipal != nil || wildcardPrincipal(st.principal)) {
 			report.Public = name
 		}
 	}
+	canonical := policy.canonical()
+	if len(canonical) > MaxPolicySize {
+		// Only a document full of escapes that decode longer than they were gets here.
+		return report, refuse("policy is %d bytes once written out, more than S3's limit of %d", len(canonical), MaxPolicySize)
+	}
+	report.Canonical = string(canonical)
 	return report, nil
 }
 
@@ -93,67 +105,42 @@ func resourceOfBucket(res, bucket string) bool {
 	return name == bucket
 }
 
-// wildcardPrincipal reports a principal that matches anyone: "*", or "*" (or a pattern
-// with a wildcard) under any principal type. A missing principal is treated the same:
-// a store may read it as everyone.
-func wildcardPrincipal(p any) bool {
-	switch v := p.(type) {
-	case nil:
-		return true
-	case string:
-		return strings.Contains(v, "*")
-	case map[string]any:
-		for _, ids := range v {
-			list, err := stringsOf(ids)
-			if err != nil {
-				return true // unreadable: assume the worst
-			}
-			for _, id := range list {
-				if strings.Contains(id, "*") {
-					return true
-				}
-			}
-		}
-		return false
-	default:
+// wildcardPrincipal reports a principal that matches anyone: "*", or an ID with a
+// wildcard under any principal type. A missing principal is treated the same: a store
+// may read it as everyone.
+func wildcardPrincipal(p *principal) bool {
+	if p == nil || p.wildcard {
 		return true
 	}
+	for _, ids := range p.ids {
+		for _, id := range ids.list {
+			if strings.ContainsAny(id, "*?") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-func statementName(st map[string]any, i int) string {
-	if sid, ok := st["Sid"].(string); ok && sid != "" {
-		return fmt.Sprintf("statement %q", sid)
+func statementName(st *statement, i int) string {
+	if st.sid != nil && *st.sid != "" {
+		return "statement " + quote(*st.sid)
 	}
 	return fmt.Sprintf("Statement[%d]", i)
 }
 
-// listOf accepts IAM's "one element or a list" form.
-func listOf(v any) ([]any, error) {
-	switch t := v.(type) {
-	case []any:
-		return t, nil
-	case map[string]any:
-		return []any{t}, nil
-	default:
-		return nil, fmt.Errorf("not an object or a list")
-	}
-}
+// maxQuoted bounds a tenant's string quoted in a refusal: a condition message must stay
+// short however long the key, Sid or action in the document.
+const maxQuoted = 64
 
-func stringsOf(v any) ([]string, error) {
-	switch t := v.(type) {
-	case string:
-		return []string{t}, nil
-	case []any:
-		out := make([]string, 0, len(t))
-		for _, e := range t {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("not a string")
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("not a string or a list of strings")
+// quote is s quoted for a refusal, cut to maxQuoted bytes.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
 	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
