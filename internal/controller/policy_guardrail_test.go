@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -232,21 +230,9 @@ func anonymousGet(t *testing.T, server *testenv.S3Server, bucket, key string) (i
 // grants the Role.
 func asTenant(t *testing.T, f *fixture) client.Client {
 	t.Helper()
-	must(t, k8s.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "tenant"}}))
-	must(t, k8s.Create(f.ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "storagebucket-editor"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
-	}))
-	must(t, k8s.Create(f.ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "tenant"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "storagebucket-editor"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.ns, Name: "tenant"}},
-	}))
-	as := rest.CopyConfig(cfg)
-	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + f.ns + ":tenant",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"}}
-	c, err := client.New(as, client.Options{Scheme: operator.Scheme()})
+	c, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "tenant", []rbacv1.PolicyRule{{
+		APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}})
 	must(t, err)
 	// The authorizer learns of the Role from its own watch: wait until it does.
 	f.eventually(30*time.Second, "the tenant's Role to take effect", func() error {

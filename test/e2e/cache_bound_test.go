@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // heapGrowthBound is what 500 hostile Secrets may add to the manager's live heap: the
@@ -111,21 +111,12 @@ func liveHeap() uint64 {
 // in its own namespace, and nothing else.
 func asSecretWriter(t *testing.T, f *fixture) client.Client {
 	t.Helper()
-	must(t, k8s.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"}}))
-	must(t, k8s.Create(f.ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}}},
-	}))
-	must(t, k8s.Create(f.ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "secret-writer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "secret-writer"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.ns, Name: "secret-writer"}},
-	}))
-	as := rest.CopyConfig(cfg)
-	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + f.ns + ":secret-writer",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"}}
-	c, err := client.New(as, client.Options{Scheme: operator.Scheme()})
+	c, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "secret-writer", []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"secrets"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}}})
 	must(t, err)
+	f.eventually(30*time.Second, "the Secret writer's Role to take effect", func() error {
+		return c.List(f.ctx, &corev1.SecretList{}, client.InNamespace(f.ns))
+	})
 	return c
 }
