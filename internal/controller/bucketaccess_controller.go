@@ -141,9 +141,20 @@ func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessSc
 		return err
 	}
 	s.driver = driver
-	s.user = iam.UserName(r.ClusterID, string(s.ba.UID))
+	s.user = accessIdentity(r.ClusterID, s.ba)
 	s.ba.Status.ObjectStore, s.ba.Status.IdentityName = store.Name, s.user
 	return nil
+}
+
+// accessIdentity is the IAM user of an access: the name iam.UserName derives, or
+// the legacy hashed name (iam.LegacyUserName) for an access whose status records
+// that an earlier version issued its key under it: renaming the user would take the
+// key its pods use away without a grace period.
+func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
+	if legacy := iam.LegacyUserName(clusterID, string(ba.UID)); legacy != "" && ba.Status.IdentityName == legacy {
+		return legacy
+	}
+	return iam.UserName(clusterID, string(ba.UID))
 }
 
 // revokeForGoneBucket: a StorageBucket the access names is gone or going, so the
@@ -165,7 +176,7 @@ func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bk
 	if err != nil {
 		return err
 	}
-	if err := driver.DeleteUser(ctx, iam.UserName(r.ClusterID, string(ba.UID))); err != nil {
+	if err := driver.DeleteUser(ctx, accessIdentity(r.ClusterID, ba)); err != nil {
 		return err
 	}
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
@@ -235,7 +246,7 @@ func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.B
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		user := iam.UserName(r.ClusterID, string(ba.UID))
+		user := accessIdentity(r.ClusterID, ba)
 		if err := driver.DeleteUser(ctx, user); err != nil {
 			setCondition(&ba.Status.Conditions, ba.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonRevoking, fmt.Sprintf("revoking the credentials: %v", err))
 			return ctrl.Result{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -120,6 +121,25 @@ func (m *memIAM) DeleteUser(_ context.Context, user string) error {
 	delete(m.policy, user)
 	m.mu.Unlock()
 	return m.after("DeleteUser")
+}
+
+// ListUsers pages through the users in name order; the marker is the last name of
+// the page before.
+func (m *memIAM) ListUsers(_ context.Context, marker string, limit int) (iam.UserPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.users))
+	for u := range m.users {
+		if u > marker {
+			names = append(names, u)
+		}
+	}
+	slices.Sort(names)
+	page := iam.UserPage{Names: names[:min(limit, len(names))]}
+	if len(names) > limit {
+		page.Next = page.Names[limit-1]
+	}
+	return page, nil
 }
 
 // works says whether a key pair is valid on the store.

@@ -213,27 +213,45 @@ func (c *client) DeleteUser(ctx context.Context, user string) error {
 	return err
 }
 
-// ListUserNames lists every user name (all pages). The operator does not need
-// it; tests use it to prove a teardown left nothing behind.
-func ListUserNames(ctx context.Context, d Driver) ([]string, error) {
-	c, ok := d.(*client)
-	if !ok {
-		return nil, errors.New("iam: ListUserNames needs a driver built by New")
-	}
-	var names []string
+func (c *client) ListUsers(ctx context.Context, marker string, limit int) (UserPage, error) {
+	var page UserPage
 	err := c.call(ctx, "ListUsers", "", func(ctx context.Context) error {
-		names = nil
-		p := awsiam.NewListUsersPaginator(c.api, &awsiam.ListUsersInput{})
-		for p.HasMorePages() {
-			out, err := p.NextPage(ctx)
-			if err != nil {
-				return err
-			}
-			for _, u := range out.Users {
-				names = append(names, aws.ToString(u.UserName))
-			}
+		in := &awsiam.ListUsersInput{MaxItems: aws.Int32(int32(min(max(limit, 1), 1000)))}
+		if marker != "" {
+			in.Marker = aws.String(marker)
+		}
+		out, err := c.api.ListUsers(ctx, in)
+		if err != nil {
+			return err
+		}
+		page = UserPage{}
+		for _, u := range out.Users {
+			page.Names = append(page.Names, aws.ToString(u.UserName))
+		}
+		// A server that says "truncated" without a marker would send the same page
+		// forever: its answer is taken as the last page.
+		if out.IsTruncated && aws.ToString(out.Marker) != "" && aws.ToString(out.Marker) != marker {
+			page.Next = aws.ToString(out.Marker)
 		}
 		return nil
 	})
-	return names, err
+	return page, err
+}
+
+// ListUserNames lists every user name (all pages). The operator does not need
+// it; tests use it to prove a teardown left nothing behind.
+func ListUserNames(ctx context.Context, d Driver) ([]string, error) {
+	var names []string
+	marker := ""
+	for {
+		page, err := d.ListUsers(ctx, marker, 1000)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, page.Names...)
+		if page.Next == "" {
+			return names, nil
+		}
+		marker = page.Next
+	}
 }

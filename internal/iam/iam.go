@@ -15,11 +15,8 @@ package iam
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"time"
 )
@@ -67,6 +64,16 @@ type Driver interface {
 	// DeleteUser deletes every key, the inline policy and the user; a missing
 	// user is success.
 	DeleteUser(ctx context.Context, user string) error
+	// ListUsers returns one page of at most limit user names after marker ("" for
+	// the first page); the page's Next is "" on the last one.
+	ListUsers(ctx context.Context, marker string, limit int) (UserPage, error)
+}
+
+// UserPage is one page of ListUsers.
+type UserPage struct {
+	Names []string
+	// Next is the marker of the following page; "" when this page is the last.
+	Next string
 }
 
 // PolicyName is the name of the one inline policy each user carries.
@@ -75,26 +82,6 @@ const PolicyName = "bucketkeeper"
 // MaxKeys is how many keys a user may have at once: the current one and, during
 // a rotation, its successor (AWS's limit too).
 const MaxKeys = 2
-
-// userNamePattern is IAM's user name syntax.
-var userNamePattern = regexp.MustCompile(`^[\w+=,.@-]{1,64}$`)
-
-// ValidUserName reports whether name is a valid IAM user name.
-func ValidUserName(name string) bool { return userNamePattern.MatchString(name) }
-
-// UserName derives the IAM user of one access object from the operator
-// installation's cluster id and the object's uid: unique per object, the same
-// on every reconcile, and proof of ownership by name alone (Path and tags are
-// not kept by every server). Parts that would make the name invalid or too long
-// are replaced by a hash of themselves.
-func UserName(clusterID, uid string) string {
-	name := "bk-" + clusterID + "-" + uid
-	if ValidUserName(name) {
-		return name
-	}
-	sum := sha256.Sum256([]byte(clusterID + "/" + uid))
-	return "bk-" + hex.EncodeToString(sum[:])[:40]
-}
 
 // Actions per mode: an explicit Allow-only list, never s3:*, which on real
 // servers also allows DeleteBucket and PutBucketPolicy. Multipart uploads are
