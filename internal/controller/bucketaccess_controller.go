@@ -52,6 +52,22 @@ type BucketAccessReconciler struct {
 	applied map[types.UID]string      // policy document last written per access
 }
 
+// Forget drops what this process remembers of an access's identity (the policy it
+// last wrote, a key being verified): the access collector deleted the user, so the
+// next reconcile must create it again rather than trust that memory.
+func (r *BucketAccessReconciler) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, uid)
+	delete(r.applied, uid)
+}
+
+func (r *BucketAccessReconciler) forgetApplied(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.applied, uid)
+}
+
 // accessScope carries what the steps of one reconcile share.
 type accessScope struct {
 	ba     *bkv1.BucketAccess
@@ -85,8 +101,13 @@ func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.B
 		{"creating the identity and its policy", r.reconcileIdentity},
 		{"issuing the key", r.reconcileKeys},
 	}
-	for _, step := range steps {
+	for i, step := range steps {
 		if err := step.run(ctx, scope); err != nil {
+			if i == 0 {
+				// Unresolved, the access may have lost its user (revoked here or
+				// by the access collector): the policy must be written again.
+				r.forgetApplied(ba.UID)
+			}
 			return r.summarize(ctx, ba, patcher, asAccessStepError(err, step.doing))
 		}
 	}

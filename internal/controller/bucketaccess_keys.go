@@ -40,6 +40,11 @@ func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessSco
 	ba := s.ba
 	keys, err := s.driver.ListKeys(ctx, s.user)
 	if err != nil {
+		if iam.KindOf(err) == iam.KindNoSuchEntity {
+			// The user went since this process wrote its policy (the access
+			// collector, another shard, a person): create it again next time.
+			r.forgetApplied(ba.UID)
+		}
 		return err
 	}
 	secret, err := r.currentAccessSecret(ctx, ba)

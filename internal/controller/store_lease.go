@@ -129,3 +129,20 @@ func (l *StoreLeases) Hold(ctx context.Context, store *bkv1.ObjectStore, duratio
 	}
 	return true, 0, nil
 }
+
+// HeldHere says whether this shard holds the store's health-check Lease (and so does
+// the store's other per-store work, such as the access collector's). It reads the
+// Lease and never takes or renews it: that is the health check's.
+func (l *StoreLeases) HeldHere(ctx context.Context, store string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaults.LeaseCallTimeout)
+	defer cancel()
+	lease := &coordinationv1.Lease{}
+	err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: StoreLeaseName(store)}, lease)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, "") == l.Identity, nil
+}

@@ -48,6 +48,33 @@ const (
 	// ReceiverMaxConnections caps the probe webhook's open connections, and so the
 	// request bodies it holds at once (at most 64 KiB each: 4 MiB in all).
 	ReceiverMaxConnections = 64
+
+	// AccessCollectInterval is how often the IAM users of each IAM store are listed
+	// to delete those no BucketAccess grants any more (see AccessCollect* below): the
+	// longest a key outlives its grant when the BucketAccess controller did not
+	// revoke it (a finalizer removed by hand, a crash before a status write).
+	AccessCollectInterval = 5 * time.Minute
+)
+
+// Bounds of one collector pass over one store. A pass that reaches one stops there
+// and the next pass continues from that page after AccessCollectContinue, so a
+// store with many users is swept in several short passes.
+const (
+	// AccessCollectPageSize is the MaxItems of each ListUsers page.
+	AccessCollectPageSize = 100
+	// AccessCollectMaxUsers is how many users one pass reads.
+	AccessCollectMaxUsers = 1000
+	// AccessCollectMaxDeletions is how many users one pass deletes (each costs a
+	// ListAccessKeys, a DeleteAccessKey per key, a DeleteUserPolicy and a DeleteUser).
+	AccessCollectMaxDeletions = 20
+	// AccessCollectMaxKeyChecks is how many users one pass lists the keys of to see
+	// whether they are another store's (accounts shared between stores).
+	AccessCollectMaxKeyChecks = 100
+	// AccessCollectPassTimeout bounds one pass over one store (every IAM call has
+	// its own deadline too).
+	AccessCollectPassTimeout = time.Minute
+	// AccessCollectContinue is the pause before a pass that continues a sweep.
+	AccessCollectContinue = time.Second
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may

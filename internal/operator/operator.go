@@ -266,7 +266,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ObjectStore controller: %w", err)
 	}
-	if err := (&controller.BucketAccessReconciler{
+	accesses := &controller.BucketAccessReconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("bucketkeeper-bucketaccess"),
 		Stores:        stores,
@@ -276,8 +276,22 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		KeyGrace:      opts.AccessKeyGrace,
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
-	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
+	}
+	if err := accesses.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the BucketAccess controller: %w", err)
+	}
+	if err := mgr.Add(&controller.AccessCollector{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Access:    access,
+		Recorder:  mgr.GetEventRecorder("bucketkeeper-access-collector"),
+		Clock:     opts.Clock,
+		ClusterID: opts.ClusterID,
+		Interval:  opts.AccessCollectInterval,
+		Leases:    leases,
+		OnRevoked: accesses.Forget,
+	}); err != nil {
+		return fmt.Errorf("setting up the access collector: %w", err)
 	}
 	if err := (&controller.StorageBucketReconciler{
 		Client:           mgr.GetClient(),

@@ -102,6 +102,10 @@ type Options struct {
 
 	// AccessKeyGrace is how long a rotated-out key stays valid (default 10m).
 	AccessKeyGrace time.Duration
+	// AccessCollectInterval is how often each IAM store's users are listed to delete
+	// those no BucketAccess grants any more (default 5m): the longest a key outlives
+	// its grant when its access went without the operator's finalizer.
+	AccessCollectInterval time.Duration
 	// IAMFactory builds IAM drivers (default iam.New).
 	IAMFactory iam.Factory
 
@@ -142,6 +146,7 @@ func (o *Options) setDefaults() {
 		{&o.DefaultProbeInterval, defaults.ProbeInterval},
 		{&o.MinProbeRequestInterval, defaults.MinProbeRequestInterval},
 		{&o.AccessKeyGrace, defaults.AccessKeyGrace},
+		{&o.AccessCollectInterval, defaults.AccessCollectInterval},
 	}
 	for _, d := range durations {
 		if *d.field <= 0 {

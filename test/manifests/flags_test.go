@@ -26,7 +26,7 @@ func fullValues() map[string]any {
 			"defaultProbeInterval": "30s", "minProbeRequestInterval": "20s", "watchNamespace": "apps",
 			"watchLabelSelector": "shard in (a,b),tier!=test", "shardCount": 3, "disableAvailabilityMetric": true,
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
-			"clusterId": "prod-eu", "accessKeyGrace": "15m",
+			"clusterId": "prod-eu", "accessKeyGrace": "15m", "accessCollectInterval": "2m",
 		},
 		"leaderElection": map[string]any{
 			"enabled": true, "namespace": "bucketkeeper-leases", "id": "shard-a.bucketkeeper.io",
@@ -52,7 +52,7 @@ var fullFlags = map[string]string{
 	"default-probe-interval": "30s", "min-probe-request-interval": "20s", "watch-namespace": "apps",
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
-	"cluster-id": "prod-eu", "access-key-grace": "15m",
+	"cluster-id": "prod-eu", "access-key-grace": "15m", "access-collect-interval": "2m",
 	"leader-elect": "true", "leader-election-namespace": "bucketkeeper-leases",
 	"leader-election-id": "shard-a.bucketkeeper.io", "leader-election-lease-duration": "30s",
 	"leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s",

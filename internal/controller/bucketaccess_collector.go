@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+)
+
+// AccessCollector deletes the IAM users of this cluster that no BucketAccess grants
+// any more, so that revocation does not depend on the BucketAccess controller seeing
+// the access go: a tenant may remove the operator's finalizer and delete its access,
+// re-point it at another store, or delete its StorageBucket before the access's status
+// was first written, and every time a user with a working key would stay behind.
+// Grants name buckets by name, so such a key would read whoever gets the name next.
+//
+// It runs on the leader only (one per shard). Every Interval it lists the users of
+// each IAM store that answers (AccessProviderReady), page by page, judges each (see
+// accessIndex.judge) first against the cache and, for every user it would delete,
+// again against the API server, and deletes the user's keys, policy and the user.
+// A user whose name is not of this cluster's form and hashes from none of its
+// accesses is never deleted. Each pass is bounded (defaults.AccessCollect*); a sweep
+// that does not fit in one pass continues where it stopped.
+type AccessCollector struct {
+	// Client reads the manager's cache: the cheap first look at every user.
+	Client client.Reader
+	// APIReader reads the API server, across shards and namespaces: no user is
+	// deleted on the cache's word alone.
+	APIReader client.Reader
+	Access    *AccessProviders
+	Recorder  events.EventRecorder
+	Clock     clock.WithTicker
+	ClusterID string
+	// Interval is the time between two sweeps of a store (default
+	// defaults.AccessCollectInterval).
+	Interval time.Duration
+	// Leases, with several shards, limits the collector to the stores whose
+	// health-check Lease this shard holds; nil: every store.
+	Leases *StoreLeases
+	// OnRevoked hears of each deleted user that belonged to a live access, so the
+	// BucketAccess controller forgets what it last wrote for it; may be nil.
+	OnRevoked func(types.UID)
+
+	mu     sync.Mutex
+	stores map[string]*collectorState
+}
+
+// collectorState is one store's sweep: where it stands and when it goes on.
+type collectorState struct {
+	marker string // ListUsers marker the next pass starts at
+	due    time.Time
+	// legacy remembers the legacy-form users (bk-<40 hex>) seen to belong to an
+	// access, by name: once that access is gone nothing else tells they are ours.
+	legacy map[string]types.UID
+}
+
+// collectPass is the outcome of one pass, for logs and tests.
+type collectPass struct {
+	listed, checked, revoked int
+	// done: the sweep reached the last page.
+	done bool
+}
+
+// NeedLeaderElection: only the leader deletes users.
+func (c *AccessCollector) NeedLeaderElection() bool { return true }
+
+// Start runs passes until ctx ends.
+func (c *AccessCollector) Start(ctx context.Context) error {
+	for {
+		wait := c.collectDue(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.Clock.After(wait):
+		}
+	}
+}
+
+func (c *AccessCollector) interval() time.Duration {
+	if c.Interval > 0 {
+		return c.Interval
+	}
+	return defaults.AccessCollectInterval
+}
+
+// collectDue runs a pass on every IAM store that is due and says how long until the
+// next one is.
+func (c *AccessCollector) collectDue(ctx context.Context) time.Duration {
+	next := c.interval()
+	stores := &bkv1.ObjectStoreList{}
+	if err := c.Client.List(ctx, stores); err != nil {
+		log.FromContext(ctx).Error(err, "listing ObjectStores for the access collector")
+		return min(next, 10*time.Second)
+	}
+	seen := map[string]bool{}
+	for i := range stores.Items {
+		store := &stores.Items[i]
+		if accessProviderOf(store) != bkv1.AccessProviderIAM || !store.DeletionTimestamp.IsZero() {
+			continue
+		}
+		seen[store.Name] = true
+		state := c.state(store.Name)
+		if wait := state.due.Sub(c.Clock.Now()); wait > 0 {
+			next = min(next, wait)
+			continue
+		}
+		if _, err := c.collectStore(ctx, store); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Info("access collector pass failed; retrying later", "store", store.Name, "error", err.Error())
+		}
+		next = min(next, max(state.due.Sub(c.Clock.Now()), 0))
+	}
+	c.forgetExcept(seen)
+	return max(next, defaults.AccessCollectContinue)
+}
+
+// collectStore runs one pass on store, if it is this shard's and its IAM endpoint
+// answers, and schedules the next.
+func (c *AccessCollector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (collectPass, error) {
+	state := c.state(store.Name)
+	retry := func() { state.due = c.Clock.Now().Add(min(c.interval(), time.Minute)) }
+	if !conditionIsTrue(store.Status.Conditions, bkv1.ConditionAccessProviderReady) {
+		retry() // the health check says why; nothing can be listed now
+		return collectPass{}, nil
+	}
+	if c.Leases != nil {
+		if mine, err := c.Leases.HeldHere(ctx, store.Name); err != nil || !mine {
+			state.due = c.Clock.Now().Add(c.interval())
+			return collectPass{}, err
+		}
+	}
+	driver, err := c.Access.DriverFor(ctx, store)
+	if err != nil {
+		retry()
+		return collectPass{}, err
+	}
+	pass, err := c.pass(ctx, store, driver, state)
+	switch {
+	case err != nil:
+		retry()
+	case pass.done:
+		state.due = c.Clock.Now().Add(c.interval())
+	default:
+		state.due = c.Clock.Now().Add(defaults.AccessCollectContinue)
+	}
+	if pass.revoked > 0 || err != nil {
+		log.FromContext(ctx).Info("access collector pass", "store", store.Name, "listed", pass.listed, "keyChecks", pass.checked, "revoked", pass.revoked, "sweepDone", pass.done)
+	}
+	return pass, err
+}
+
+// errPassFull stops a pass that reached one of its bounds.
+var errPassFull = errors.New("pass bound reached")
+
+// pass reads users from state.marker on, within the pass's bounds.
+func (c *AccessCollector) pass(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState) (collectPass, error) {
+	ctx, cancel := context.WithTimeout(ctx, defaults.AccessCollectPassTimeout)
+	defer cancel()
+	var out collectPass
+	cached, err := c.index(ctx, c.Client)
+	if err != nil {
+		return out, err
+	}
+	for out.listed < defaults.AccessCollectMaxUsers {
+		page, err := driver.ListUsers(ctx, state.marker, defaults.AccessCollectPageSize)
+		if err != nil {
+			if state.marker != "" && iam.KindOf(err) == iam.KindInvalid {
+				state.marker = "" // a marker the server no longer takes: start over
+			}
+			return out, err
+		}
+		// The API server is read after the page, once the cache proposes a deletion:
+		// every user of the page then existed before that read, and so did its
+		// access (an access exists before its user), so a new access is never
+		// missed and its user taken for an orphan.
+		var fresh *accessIndex
+		for _, user := range page.Names {
+			err := c.consider(ctx, store, driver, state, user, cached, &fresh, &out)
+			if errors.Is(err, errPassFull) {
+				return out, nil // this page again, next pass
+			}
+			if err != nil {
+				return out, err
+			}
+		}
+		out.listed += len(page.Names)
+		state.marker = page.Next
+		if page.Next == "" {
+			out.done = true
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// consider judges one user and deletes it if both the cache and the API server
+// say it is no live grant's.
+func (c *AccessCollector) consider(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState, user string,
+	cached *accessIndex, fresh **accessIndex, out *collectPass) error {
+	verdict, f := cached.judge(user, store.Name, state.legacy)
+	if f != nil && !iam.OwnedUserName(c.ClusterID, user) {
+		state.legacy[user] = f.uid
+	}
+	if verdict != verdictCheckKeys && !verdict.revokes() {
+		return nil
+	}
+	if *fresh == nil {
+		x, err := c.index(ctx, c.APIReader)
+		if err != nil {
+			return err
+		}
+		*fresh = x
+	}
+	verdict, f = (*fresh).judge(user, store.Name, state.legacy)
+	if verdict == verdictCheckKeys {
+		if out.checked >= defaults.AccessCollectMaxKeyChecks {
+			return errPassFull
+		}
+		out.checked++
+		keys, err := driver.ListKeys(ctx, user)
+		if err != nil && iam.KindOf(err) != iam.KindNoSuchEntity {
+			return err
+		}
+		if holdsAccessKey(f, keys) {
+			return nil
+		}
+		verdict = verdictMovedAway
+	}
+	if !verdict.revokes() {
+		return nil
+	}
+	if out.revoked >= defaults.AccessCollectMaxDeletions {
+		return errPassFull
+	}
+	if err := driver.DeleteUser(ctx, user); err != nil {
+		return err
+	}
+	out.revoked++
+	delete(state.legacy, user)
+	c.report(ctx, store, user, verdict, f)
+	return nil
+}
+
+// report logs a deletion and records an Event: on the access when it still exists
+// (its tenant learns why its key stopped working), else on the store.
+func (c *AccessCollector) report(ctx context.Context, store *bkv1.ObjectStore, user string, verdict userVerdict, f *accessFacts) {
+	log.FromContext(ctx).Info("deleted an IAM user no BucketAccess grants", "store", store.Name, "user", user, "why", verdict.String())
+	if f == nil || verdict == verdictOrphan {
+		if c.Recorder != nil {
+			c.Recorder.Eventf(store, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Collect", "deleted IAM user %s, its keys and policy: %s", user, verdict)
+		}
+		return
+	}
+	if c.OnRevoked != nil {
+		c.OnRevoked(f.uid)
+	}
+	if c.Recorder != nil {
+		ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: f.key.Name, UID: f.uid}}
+		c.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Collect", "deleted IAM user %s on store %s: %s", user, store.Name, verdict)
+	}
+}
+
+// index reads every BucketAccess and StorageBucket through r.
+func (c *AccessCollector) index(ctx context.Context, r client.Reader) (*accessIndex, error) {
+	accesses := &bkv1.BucketAccessList{}
+	if err := r.List(ctx, accesses); err != nil {
+		return nil, fmt.Errorf("listing BucketAccesses: %w", err)
+	}
+	buckets := &bkv1.StorageBucketList{}
+	if err := r.List(ctx, buckets); err != nil {
+		return nil, fmt.Errorf("listing StorageBuckets: %w", err)
+	}
+	return newAccessIndex(c.ClusterID, accesses.Items, buckets.Items), nil
+}
+
+func (c *AccessCollector) state(store string) *collectorState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stores == nil {
+		c.stores = map[string]*collectorState{}
+	}
+	s := c.stores[store]
+	if s == nil {
+		s = &collectorState{legacy: map[string]types.UID{}}
+		c.stores[store] = s
+	}
+	return s
+}
+
+// forgetExcept drops the sweeps of stores that are gone or no longer IAM.
+func (c *AccessCollector) forgetExcept(keep map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.stores {
+		if !keep[name] {
+			delete(c.stores, name)
+		}
+	}
+}

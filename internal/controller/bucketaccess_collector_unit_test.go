@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+)
+
+// collectorRig is a collector over an in-memory IAM store, with a cache and an API
+// server that may disagree.
+type collectorRig struct {
+	t     *testing.T
+	mem   *memIAM
+	c     *AccessCollector
+	store *bkv1.ObjectStore
+	state *collectorState
+}
+
+func newCollectorRig(t *testing.T, cached, api []client.Object) *collectorRig {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = bkv1.AddToScheme(scheme)
+	clock := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := &collectorRig{t: t, store: &bkv1.ObjectStore{}}
+	r.store.Name = "a"
+	r.mem = &memIAM{keys: map[string][]iam.AccessKey{}, users: map[string]bool{}, policy: map[string]string{}, clock: clock}
+	r.c = &AccessCollector{
+		Client:    fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build(),
+		APIReader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(api...).Build(),
+		Clock:     clock, ClusterID: testCluster,
+	}
+	r.state = r.c.state("a")
+	return r
+}
+
+func (r *collectorRig) users(names ...string) {
+	for _, n := range names {
+		r.mem.users[n] = true
+		r.mem.keys[n] = []iam.AccessKey{{ID: "AK-" + n}}
+	}
+}
+
+func (r *collectorRig) pass() collectPass {
+	r.t.Helper()
+	p, err := r.c.pass(context.Background(), r.store, r.mem, r.state)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+func (r *collectorRig) has(name string) bool {
+	r.mem.mu.Lock()
+	defer r.mem.mu.Unlock()
+	return r.mem.users[name]
+}
+
+// TestCollectorPassIsBoundedAndResumes: a store with more orphans than one pass may
+// delete is cleaned over several passes, each within the bound; live and foreign
+// users stay.
+func TestCollectorPassIsBoundedAndResumes(t *testing.T) {
+	ba, sb := testAccess(uidLive), testBucket("data", "a")
+	objs := []client.Object{&ba, &sb}
+	r := newCollectorRig(t, objs, []client.Object{ptrTo(testAccess(uidLive)), ptrTo(testBucket("data", "a"))})
+	live := iam.UserName(testCluster, uidLive)
+	var orphans []string
+	for i := range 2*defaults.AccessCollectMaxDeletions + 5 {
+		orphans = append(orphans, iam.UserName(testCluster, fmt.Sprintf("11111111-2222-4333-8444-%012d", i)))
+	}
+	foreign := []string{"admin", "bk-admin", iam.UserName("another-cluster-0123456789abcdef0123", uidGone)}
+	r.users(live)
+	r.users(orphans...)
+	r.users(foreign...)
+
+	for pass := 1; ; pass++ {
+		p := r.pass()
+		if p.revoked > defaults.AccessCollectMaxDeletions {
+			t.Fatalf("pass %d deleted %d users, more than its bound %d", pass, p.revoked, defaults.AccessCollectMaxDeletions)
+		}
+		if p.done {
+			break
+		}
+		if pass > 5 {
+			t.Fatal("the sweep does not finish")
+		}
+	}
+	for _, o := range orphans {
+		if r.has(o) {
+			t.Errorf("orphan %s survived the sweep", o)
+		}
+	}
+	for _, keep := range append([]string{live}, foreign...) {
+		if !r.has(keep) {
+			t.Errorf("%s was deleted", keep)
+		}
+	}
+}
+
+// TestCollectorAsksTheAPIServer: a user the cache has no access for is deleted only
+// when the API server has none either (a cache that lags, or another shard's access).
+func TestCollectorAsksTheAPIServer(t *testing.T) {
+	r := newCollectorRig(t, nil, []client.Object{ptrTo(testAccess(uidLive)), ptrTo(testBucket("data", "a"))})
+	live, gone := iam.UserName(testCluster, uidLive), iam.UserName(testCluster, uidGone)
+	r.users(live, gone)
+	if p := r.pass(); !p.done || p.revoked != 1 {
+		t.Fatalf("pass %+v, want one deletion and the sweep done", p)
+	}
+	if !r.has(live) || r.has(gone) {
+		t.Errorf("live kept: %v (want true), orphan kept: %v (want false)", r.has(live), r.has(gone))
+	}
+}
+
+// TestCollectorPagesThroughUsers: many pages of foreign users do not hide an orphan
+// behind them, and one pass reads at most AccessCollectMaxUsers.
+func TestCollectorPagesThroughUsers(t *testing.T) {
+	r := newCollectorRig(t, nil, nil)
+	var names []string
+	for i := range defaults.AccessCollectMaxUsers + 150 {
+		names = append(names, fmt.Sprintf("app-%05d", i))
+	}
+	orphan := iam.UserName(testCluster, uidGone) // "bk-" sorts after "app-": on the last page
+	r.users(names...)
+	r.users(orphan)
+	first := r.pass()
+	if first.done || first.listed > defaults.AccessCollectMaxUsers {
+		t.Fatalf("first pass %+v: want at most %d users and the sweep not done", first, defaults.AccessCollectMaxUsers)
+	}
+	second := r.pass()
+	if !second.done || second.revoked != 1 || r.has(orphan) {
+		t.Fatalf("second pass %+v: want the orphan after the first pass's pages deleted", second)
+	}
+	left := 0
+	for _, n := range names {
+		if r.has(n) {
+			left++
+		}
+	}
+	if left != len(names) {
+		t.Errorf("%d of %d foreign users left", left, len(names))
+	}
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+)
+
+// This file decides, for one IAM user listed on one store, whether the collector may
+// delete it. The decision is a pure function of the user's name, the store and what
+// the API server says of the cluster's BucketAccesses and StorageBuckets, so it can be
+// tested as a table (bucketaccess_orphans_test.go); bucketaccess_collector.go feeds it.
+
+// userVerdict is what the collector does with one listed user.
+type userVerdict int
+
+const (
+	// verdictNotOurs: the name is not of this cluster's form and hashes from none
+	// of its accesses. Never touched, whatever else it is.
+	verdictNotOurs userVerdict = iota
+	// verdictInUse: the user's access grants on this store.
+	verdictInUse
+	// verdictMoving: the access now names buckets on another store and has not yet
+	// been issued its key there; the BucketAccess controller moves it.
+	verdictMoving
+	// verdictCheckKeys: the access's key was issued on another store. This user is
+	// in use only if it holds that key (both stores then share one IAM account, and
+	// it is the same user); otherwise it is a leftover on a store the access left.
+	verdictCheckKeys
+	// verdictOrphan: ours, and no BucketAccess of the cluster has this user.
+	verdictOrphan
+	// verdictAccessDeleting: the access is being deleted (with or without our
+	// finalizer).
+	verdictAccessDeleting
+	// verdictNoGrant: the access exists but grants nowhere: a bucket it names is
+	// missing, being deleted or refused by its store's guardrails, or its buckets
+	// are on several stores.
+	verdictNoGrant
+	// verdictMovedAway: verdictCheckKeys, and the user holds none of the access's
+	// keys.
+	verdictMovedAway
+)
+
+// revokes says whether the verdict deletes the user.
+func (v userVerdict) revokes() bool {
+	switch v {
+	case verdictOrphan, verdictAccessDeleting, verdictNoGrant, verdictMovedAway:
+		return true
+	}
+	return false
+}
+
+func (v userVerdict) String() string {
+	return [...]string{"not ours", "in use", "moving", "check keys", "no BucketAccess has it",
+		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store"}[v]
+}
+
+// accessFacts is what the collector needs to know of one BucketAccess.
+type accessFacts struct {
+	uid      types.UID
+	key      types.NamespacedName
+	deleting bool
+	// store is the one ObjectStore all buckets of the spec are on and usable; ""
+	// when the spec grants nowhere (see verdictNoGrant).
+	store string
+	// issuedOn and keyIDs say where the access's key was last issued and which keys
+	// it uses (current and, during a grace period, previous), taken from a settled
+	// status only (Ready at its generation, no rotation under way): only then do
+	// they describe a finished issue.
+	issuedOn string
+	keyIDs   []string
+}
+
+// accessIndex maps the user names of the cluster's accesses to what is known of them.
+type accessIndex struct {
+	clusterID string
+	// byUser is keyed by each access's identity (accessIdentity).
+	byUser map[string]*accessFacts
+	// otherNames holds the names that hash from an access's uid without being its
+	// identity (the legacy form of an access issued under the new one): ours, and
+	// unused.
+	otherNames map[string]*accessFacts
+}
+
+// newAccessIndex indexes accesses; buckets are the StorageBuckets of their
+// namespaces (any others are ignored).
+func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bkv1.StorageBucket) *accessIndex {
+	byName := make(map[types.NamespacedName]*bkv1.StorageBucket, len(buckets))
+	for i := range buckets {
+		byName[types.NamespacedName{Namespace: buckets[i].Namespace, Name: buckets[i].Name}] = &buckets[i]
+	}
+	x := &accessIndex{clusterID: clusterID, byUser: make(map[string]*accessFacts, len(accesses)), otherNames: map[string]*accessFacts{}}
+	for i := range accesses {
+		ba := &accesses[i]
+		f := &accessFacts{
+			uid:      ba.UID,
+			key:      types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name},
+			deleting: !ba.DeletionTimestamp.IsZero(),
+			store:    grantedStore(ba, byName),
+		}
+		if settledAccess(ba) {
+			f.issuedOn = ba.Status.ObjectStore
+			f.keyIDs = []string{ba.Status.AccessKeyID}
+			if ba.Status.Rotation.PreviousKeyID != "" {
+				f.keyIDs = append(f.keyIDs, ba.Status.Rotation.PreviousKeyID)
+			}
+		}
+		identity := accessIdentity(clusterID, ba)
+		x.byUser[identity] = f
+		for _, name := range []string{iam.UserName(clusterID, string(ba.UID)), iam.LegacyUserName(clusterID, string(ba.UID))} {
+			if name != "" && name != identity {
+				x.otherNames[name] = f
+			}
+		}
+	}
+	return x
+}
+
+// grantedStore is the store every bucket of the access's spec is on, or "" when
+// the spec grants nowhere. Readiness short of a guardrail refusal does not matter:
+// a bucket being configured keeps its access's key, as the controller does.
+func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.StorageBucket) string {
+	store := ""
+	for _, g := range ba.Spec.Buckets {
+		sb := buckets[types.NamespacedName{Namespace: ba.Namespace, Name: g.Name}]
+		if sb == nil || !sb.DeletionTimestamp.IsZero() || guardrailRefusal(sb) != "" {
+			return ""
+		}
+		switch {
+		case store == "":
+			store = sb.Spec.ObjectStoreRef.Name
+		case store != sb.Spec.ObjectStoreRef.Name:
+			return ""
+		}
+	}
+	return store
+}
+
+// settledAccess: the access's last reconcile finished with its key in place, at its
+// current generation, and no rotation is under way.
+func settledAccess(ba *bkv1.BucketAccess) bool {
+	c := findCondition(ba.Status.Conditions, bkv1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ba.Generation &&
+		ba.Status.AccessKeyID != "" && ba.Status.ObjectStore != "" && ba.Status.Rotation.State == bkv1.RotationIdle
+}
+
+// judge decides on the user named user, listed on store. remembered holds legacy
+// names this collector has seen belong to an access earlier: the legacy form names
+// no cluster, so once its access is gone only that memory knows it is ours.
+func (x *accessIndex) judge(user, store string, remembered map[string]types.UID) (userVerdict, *accessFacts) {
+	if f := x.byUser[user]; f != nil {
+		switch {
+		case f.deleting:
+			return verdictAccessDeleting, f
+		case f.store == "":
+			return verdictNoGrant, f
+		case f.store == store:
+			return verdictInUse, f
+		case f.issuedOn == f.store && len(f.keyIDs) > 0:
+			return verdictCheckKeys, f
+		default:
+			return verdictMoving, f
+		}
+	}
+	if f := x.otherNames[user]; f != nil {
+		return verdictOrphan, f
+	}
+	if _, ok := remembered[user]; ok || iam.OwnedUserName(x.clusterID, user) {
+		return verdictOrphan, nil
+	}
+	return verdictNotOurs, nil
+}
+
+// holdsAccessKey settles verdictCheckKeys: the user listed keys holds one the
+// access uses.
+func holdsAccessKey(f *accessFacts, keys []iam.AccessKey) bool {
+	for _, k := range keys {
+		for _, id := range f.keyIDs {
+			if k.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// guardrailRefusal is the guardrail reason (guardrailReasons) a StorageBucket is
+// Stalled with, or "": the store's guardrails, or its admin, no longer let the bucket
+// be used as it is, so its accesses' keys are revoked. Other failures (not yet
+// Ready, store unreachable) leave keys as they are.
+func guardrailRefusal(sb *bkv1.StorageBucket) string {
+	c := findCondition(sb.Status.Conditions, bkv1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || !guardrailReasons[c.Reason] {
+		return ""
+	}
+	return c.Reason
+}
