@@ -54,6 +54,10 @@ var (
 // test; production defaults to 10m.
 const syncInterval = 4 * time.Second
 
+// collectInterval is the suite manager's access collector interval; production
+// defaults to 5m.
+const collectInterval = 2 * time.Second
+
 // isolatedLabel marks StorageBuckets the suite's manager ignores, for tests that run
 // their own manager (crash and restart).
 const isolatedLabel = "test.bucketkeeper.io/isolated"
@@ -95,8 +99,10 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// A short key grace so rotations finish within a test.
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel, AccessKeyGrace: 3 * time.Second})
+	// A short key grace so rotations finish within a test, and a short collector
+	// interval so revocations the controller missed happen within one.
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel, AccessKeyGrace: 3 * time.Second,
+		AccessCollectInterval: collectInterval})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
