@@ -94,4 +94,7 @@ const (
 	ReasonRotating                  = "Rotating"
 	ReasonSecretConflict            = "SecretConflict"
 	ReasonRevoking                  = "Revoking"
+	// ReasonBucketRefused: a StorageBucket of the access is Stalled by a guardrail of
+	// its store (e.g. NamespaceNotAllowed), so the access's key was revoked.
+	ReasonBucketRefused = "BucketRefused"
 )

@@ -134,6 +134,10 @@ func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessSc
 		if !sb.DeletionTimestamp.IsZero() {
 			return r.revokeForGoneBucket(ctx, s.ba, waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q is being deleted", g.Name))
 		}
+		if reason := guardrailRefusal(sb); reason != "" {
+			return r.revokeForGoneBucket(ctx, s.ba, terminalf(bkv1.ReasonBucketRefused,
+				"StorageBucket %q is refused by its store's guardrails (%s): the key is revoked and a new one is issued once the bucket is Ready again", g.Name, reason))
+		}
 		if !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
 			return waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready", g.Name)
 		}
@@ -178,10 +182,11 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 	return iam.UserName(clusterID, string(ba.UID))
 }
 
-// revokeForGoneBucket: a StorageBucket the access names is gone or going, so the
-// key issued for it is revoked (user, policy and keys deleted, Secret removed) even
-// if the bucket itself is retained on the store. A new key is issued once every
-// bucket is Ready again. Then it reports why.
+// revokeForGoneBucket: a StorageBucket the access names is gone or going, or refused
+// by its store's guardrails, so the key issued for it is revoked (user, policy and
+// keys deleted, Secret deleted: a Secret without a key would only fail later and less
+// clearly) even if the bucket itself is retained on the store. A new key is issued
+// once every bucket is Ready again. Then it reports why.
 func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *stepError) error {
 	if ba.Status.AccessKeyID == "" || ba.Status.ObjectStore == "" {
 		return why // nothing was issued

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -409,4 +411,64 @@ func TestStorageBucketImplicitAccess(t *testing.T) {
 	must(t, k8s.Update(f.ctx, sb))
 	f.waitGone(ba)
 	f.waitKeyRejected(key, sb.Status.BucketName)
+}
+
+// TestBucketAccessRevokedWhileItsBucketIsRefused: when the store's admin stops
+// allowing the namespace, the bucket is Stalled (NamespaceNotAllowed) and the
+// access's key is revoked, its Secret deleted and the condition says why; once the
+// namespace is allowed again, a new key is issued.
+func TestBucketAccessRevokedWhileItsBucketIsRefused(t *testing.T) {
+	for _, srv := range []*testenv.S3Server{seaweed, versity} {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testRevokedWhileRefused(t, srv)
+		})
+	}
+}
+
+func testRevokedWhileRefused(t *testing.T, srv *testenv.S3Server) {
+	const allowed = "test.bucketkeeper.io/allowed"
+	f := newFixture(t, srv, withIAMOn(srv), func(s *bkv1.ObjectStore) {
+		s.Spec.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{allowed: "true"}}
+	})
+	label := func(value *string) {
+		t.Helper()
+		v := "null"
+		if value != nil {
+			v = fmt.Sprintf("%q", *value)
+		}
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, allowed, v))
+		must(t, k8s.Patch(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, client.RawPatch(types.MergePatchType, patch)))
+	}
+	yes := "true"
+	label(&yes)
+	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	ba := f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data"}))
+	key := f.secretClient("app-creds")
+	must(t, key.c.PutObject(f.ctx, sb.Status.BucketName, "x", []byte("x")))
+
+	label(nil)
+	f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonNamespaceNotAllowed)
+	got := f.waitAccessCondition(ba, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonBucketRefused)
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, bkv1.ConditionReady); c == nil || !strings.Contains(c.Message, bkv1.ReasonNamespaceNotAllowed) {
+		t.Errorf("Ready does not say why: %s", describe(got.Status.Conditions))
+	}
+	f.waitKeyRefused(key, sb.Status.BucketName)
+	if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "app-creds"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Secret of a revoked key is still there: %v", err)
+	}
+	if slices.Contains(allUserNames(t, srv), got.Status.IdentityName) {
+		t.Errorf("user %s is still on the store", got.Status.IdentityName)
+	}
+
+	label(&yes)
+	f.waitAccessReady(ba)
+	again := f.secretClient("app-creds")
+	if again.id == key.id {
+		t.Fatalf("the revoked key %s came back", key.id)
+	}
+	f.eventually(30*time.Second, "the new key writes", func() error {
+		return again.c.PutObject(f.ctx, sb.Status.BucketName, "y", []byte("y"))
+	})
+	f.waitNoOrphanUsers(srv)
 }
