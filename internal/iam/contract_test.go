@@ -148,6 +148,48 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	}
 }
 
+// TestContractListUsersPages: ListUsers pages (or answers in one page where a
+// server ignores MaxItems) and the pages together list every user exactly once, as
+// the access collector needs.
+func TestContractListUsersPages(t *testing.T) {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			srv := testenv.NewS3(t, kind)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := newDriver(t, srv, srv.AccessKeyID, srv.SecretAccessKey)
+			var made []string
+			for range 3 {
+				user := UserName("contract", randomHex(16))
+				t.Cleanup(func() { _ = d.DeleteUser(context.Background(), user) })
+				must(t, "EnsureUser", d.EnsureUser(ctx, user))
+				made = append(made, user)
+			}
+			seen := map[string]int{}
+			marker, pages := "", 0
+			for {
+				page, err := d.ListUsers(ctx, marker, 1)
+				must(t, "ListUsers", err)
+				pages++
+				for _, n := range page.Names {
+					seen[n]++
+				}
+				if page.Next == "" || pages > 100 {
+					break
+				}
+				marker = page.Next
+			}
+			t.Logf("%d pages for %d users", pages, len(seen))
+			for _, u := range made {
+				if seen[u] != 1 {
+					t.Errorf("user %s listed %d times over %d pages", u, seen[u], pages)
+				}
+			}
+		})
+	}
+}
+
 // TestContractErrors pins the classification of the failures the controller
 // acts on, and that no error carries a secret.
 func TestContractErrors(t *testing.T) {
