@@ -195,34 +195,24 @@ func (a accessStatusRefused) RoundTrip(req *http.Request) (*http.Response, error
 	return a.next.RoundTrip(req)
 }
 
-// tenantClient acts as the namespace's tenant: every verb on StorageBuckets,
-// BucketAccesses (their finalizers included) and Secrets of its own namespace, no
-// status.
+// tenantClient acts as the namespace's tenant: a ServiceAccount with every verb on
+// StorageBuckets, BucketAccesses (their finalizers included) and Secrets of its own
+// namespace, and no status.
 func tenantClient(t *testing.T, f *fixture) client.Client {
 	t.Helper()
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	must(t, k8s.Create(f.ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "tenant"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "bucketaccesses", "bucketaccesses/finalizers"}, Verbs: all},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all},
-		},
-	}))
-	must(t, k8s.Create(f.ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "tenant"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant-of-" + f.ns}},
-	}))
-	as := rest.CopyConfig(cfg)
-	as.Impersonate = rest.ImpersonationConfig{UserName: "tenant-of-" + f.ns, Groups: []string{"system:authenticated"}}
-	c, err := client.New(as, client.Options{Scheme: operator.Scheme()})
+	c, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "key-tenant", []rbacv1.PolicyRule{
+		{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "bucketaccesses", "bucketaccesses/finalizers"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all},
+	})
 	must(t, err)
 	return c
 }
 
 // stripFinalizerAndDelete removes every finalizer of ba and deletes it at exactly
 // that version: if the operator put its finalizer back in between, the delete fails
-// its precondition and the tenant tries again. So the access goes without the
+// its precondition and the tenant tries again (as it does while the API server's
+// authorizer has not yet learnt of the tenant's Role). So the access goes without the
 // operator ever seeing a deletion.
 func stripFinalizerAndDelete(f *fixture, tenant client.Client, ba *bkv1.BucketAccess) {
 	f.t.Helper()
