@@ -28,16 +28,6 @@ import (
 // The suite's manager runs the access collector every collectInterval (see
 // suite_test.go), so these tests wait for facts on the store, never for a time.
 
-// withIAMOn makes a fixture's store issue keys through srv's IAM endpoint.
-func withIAMOn(srv *testenv.S3Server) func(*bkv1.ObjectStore) {
-	return func(s *bkv1.ObjectStore) {
-		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if srv.IAMEndpoint != srv.Endpoint {
-			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
-		}
-	}
-}
-
 // TestAccessCollectorRevokesAnAccessDeletedWithoutItsFinalizer: a tenant strips the
 // operator's finalizer from its BucketAccess and deletes it, so the controller never
 // sees it go. The collector deletes the user all the same: the key is refused, the

@@ -21,12 +21,7 @@ func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
 	for _, srv := range []*testenv.S3Server{seaweed, versity} {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, srv, func(s *bkv1.ObjectStore) {
-				s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-				if srv.IAMEndpoint != srv.Endpoint {
-					s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
-				}
-			})
+			f := newFixture(t, srv, withIAMOn(srv))
 			f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
 			sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 			bucket := sb.Status.BucketName

@@ -36,12 +36,7 @@ func TestBucketAccessTenants(t *testing.T) {
 }
 
 func testBucketAccessTenants(t *testing.T, srv *testenv.S3Server) {
-	withIAM := func(s *bkv1.ObjectStore) {
-		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if srv.IAMEndpoint != srv.Endpoint {
-			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
-		}
-	}
+	withIAM := withIAMOn(srv)
 	a, b := newFixture(t, srv, withIAM), newFixture(t, srv, withIAM)
 	a.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
 	b.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
@@ -317,12 +312,7 @@ func TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets(t *testing
 }
 
 func testBucketAccessSpans(t *testing.T, srv *testenv.S3Server) {
-	f := newFixture(t, srv, func(s *bkv1.ObjectStore) {
-		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if srv.IAMEndpoint != srv.Endpoint {
-			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
-		}
-	})
+	f := newFixture(t, srv, withIAMOn(srv))
 	rw := f.waitCondition(f.bucket("logs"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	ro := f.waitCondition(f.bucket("models"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	must(t, f.admin.PutObject(f.ctx, ro.Status.BucketName, "model", []byte("weights")))

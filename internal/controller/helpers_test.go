@@ -13,10 +13,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 func ptr32(v int32) *int32 { return &v }
@@ -112,4 +112,14 @@ func (f *fixture) releasedUIDTag() string {
 	ns := &corev1.Namespace{}
 	must(f.t, k8s.Get(f.ctx, client.ObjectKey{Name: f.ns}, ns))
 	return "/" + string(ns.UID)
+}
+
+// withIAMOn makes a fixture's store issue keys through srv's IAM endpoint.
+func withIAMOn(srv *testenv.S3Server) func(*bkv1.ObjectStore) {
+	return func(s *bkv1.ObjectStore) {
+		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
+		if srv.IAMEndpoint != srv.Endpoint {
+			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
+		}
+	}
 }

@@ -49,12 +49,7 @@ func TestBucketAccessRotationSurvivesManagerKills(t *testing.T) {
 }
 
 func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
-	f := newFixture(t, srv, func(s *bkv1.ObjectStore) {
-		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if srv.IAMEndpoint != srv.Endpoint {
-			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
-		}
-	})
+	f := newFixture(t, srv, withIAMOn(srv))
 	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
 	isolated := map[string]string{isolatedLabel: "true"}
 	sb := f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Labels = isolated })

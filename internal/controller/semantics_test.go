@@ -267,12 +267,7 @@ func TestStoreBlipKeepsReady(t *testing.T) {
 // TestBucketAccessKstatus: a BucketAccess waiting for its bucket is InProgress, one
 // whose store cannot issue keys is Failed, and one whose key is issued is Current.
 func TestBucketAccessKstatus(t *testing.T) {
-	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) {
-		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if seaweed.IAMEndpoint != seaweed.Endpoint {
-			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: seaweed.IAMEndpoint}
-		}
-	})
+	f := newFixture(t, seaweed, withIAMOn(seaweed))
 	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
 	ba := f.access("early", "early-creds", bkv1.BucketGrant{Name: "later", Mode: bkv1.AccessReadWrite})
 	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
