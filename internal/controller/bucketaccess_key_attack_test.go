@@ -2,9 +2,17 @@ package controller_test
 
 import (
 	"maps"
+	"net/http"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -27,6 +35,7 @@ func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
 			bucket := sb.Status.BucketName
 			f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
 			key := f.secretClient("app-creds")
+			sdk := keySDK(t, f, "app-creds")
 			must(t, key.c.PutObject(f.ctx, bucket, "mine", []byte("data")))
 
 			tagsBefore, err := f.admin.GetBucketTagging(f.ctx, bucket)
@@ -53,6 +62,20 @@ func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
 					return key.c.PutPublicAccessBlock(f.ctx, bucket, s3.PublicAccessBlock{})
 				},
 				"DeleteBucket": func() error { return key.c.DeleteBucket(f.ctx, bucket) },
+				// The operator's client has no CORS or ACL calls: the SDK sends them.
+				"PutBucketCors": func() error {
+					_, err := sdk.PutBucketCors(f.ctx, &awss3.PutBucketCorsInput{Bucket: aws.String(bucket), CORSConfiguration: &types.CORSConfiguration{
+						CORSRules: []types.CORSRule{{AllowedMethods: []string{"GET"}, AllowedOrigins: []string{"*"}}}}})
+					return err
+				},
+				"PutBucketAcl": func() error {
+					_, err := sdk.PutBucketAcl(f.ctx, &awss3.PutBucketAclInput{Bucket: aws.String(bucket), ACL: types.BucketCannedACLPublicRead})
+					return err
+				},
+				"PutObjectAcl": func() error {
+					_, err := sdk.PutObjectAcl(f.ctx, &awss3.PutObjectAclInput{Bucket: aws.String(bucket), Key: aws.String("mine"), ACL: types.ObjectCannedACLPublicRead})
+					return err
+				},
 			}
 			for op, attempt := range attempts {
 				if err := attempt(); err == nil {
@@ -76,6 +99,23 @@ func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
 			if have, err := key.c.GetObject(f.ctx, bucket, "mine", 1<<10); err != nil || string(have) != "data" {
 				t.Errorf("the key's own object = %q, %v", have, err)
 			}
+			if code, _ := anonymousGet(t, srv, bucket, "mine"); code == http.StatusOK {
+				t.Errorf("the key made its object readable by anyone on %s", srv.Kind)
+			}
 		})
 	}
+}
+
+// keySDK is an AWS SDK S3 client with the key in the access Secret name: for the calls
+// the operator's own client does not have.
+func keySDK(t *testing.T, f *fixture, name string) *awss3.Client {
+	t.Helper()
+	secret := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, k8stypes.NamespacedName{Namespace: f.ns, Name: name}, secret))
+	d := secret.Data
+	return awss3.New(awss3.Options{
+		Region: string(d[bkv1.AccessSecretKeyRegion]), BaseEndpoint: aws.String(string(d[bkv1.AccessSecretKeyEndpoint])), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(string(d[bkv1.AccessSecretKeyAccessKeyID]), string(d[bkv1.AccessSecretKeySecretKey]), ""),
+		HTTPClient:  &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second},
+	})
 }
