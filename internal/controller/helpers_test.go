@@ -31,13 +31,25 @@ func findCond(sb *bkv1.StorageBucket, typ string) *metav1.Condition {
 // for the tests, and a real document the store has to parse.
 func policyJSON(t *testing.T, bucket string) *apiextensionsv1.JSON {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{
-		"Version": "2012-10-17",
-		"Statement": []any{map[string]any{
-			"Sid": "DenyProtectedDeletes", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
-			"Resource": "arn:aws:s3:::" + bucket + "/protected/*",
-		}},
+	return policyOf(t, map[string]any{
+		"Sid": "DenyProtectedDeletes", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+		"Resource": "arn:aws:s3:::" + bucket + "/protected/*",
 	})
+}
+
+// publicReadPolicy lets anyone read the bucket's objects.
+func publicReadPolicy(t *testing.T, bucket string) *apiextensionsv1.JSON {
+	t.Helper()
+	return policyOf(t, map[string]any{
+		"Sid": "PublicRead", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+		"Resource": "arn:aws:s3:::" + bucket + "/*",
+	})
+}
+
+// policyOf is a bucket policy document of the given statements, as a spec holds it.
+func policyOf(t *testing.T, statements ...map[string]any) *apiextensionsv1.JSON {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": statements})
 	must(t, err)
 	return &apiextensionsv1.JSON{Raw: raw}
 }

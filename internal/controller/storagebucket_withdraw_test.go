@@ -1,12 +1,10 @@
 package controller_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,20 +12,6 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
-
-// publicReadPolicy lets anyone read the bucket's objects.
-func publicReadPolicy(t *testing.T, bucket string) *apiextensionsv1.JSON {
-	t.Helper()
-	raw, err := json.Marshal(map[string]any{
-		"Version": "2012-10-17",
-		"Statement": []any{map[string]any{
-			"Sid": "PublicRead", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
-			"Resource": "arn:aws:s3:::" + bucket + "/*",
-		}},
-	})
-	must(t, err)
-	return &apiextensionsv1.JSON{Raw: raw}
-}
 
 // TestSuspendDoesNotExemptFromGuardrails: a tenant's public bucket, allowed while the
 // store allowed public buckets, is suspended; then the platform team turns public
