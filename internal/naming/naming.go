@@ -93,3 +93,44 @@ func LabelValue(name string) string {
 	// A label value must end in an alphanumeric character; the hash does.
 	return strings.TrimRight(name[:maxLabelValue-1-len(hash)], "-_.") + "-" + hash
 }
+
+// derivedShape is how every derived name ends: a hyphen and hashLen hex digits.
+var derivedShape = regexp.MustCompile(`-[0-9a-f]{8}$`)
+
+// LaneStem returns what an explicit bucket name of namespace must start with to be in
+// that namespace's lane: the store's prefix, the namespace and a hyphen, as derived
+// names start (BucketName). The namespace is kept as written, runs of hyphens included,
+// so two namespaces never share a stem; a prefix already ending in '-' or '.' is not
+// given a second separator.
+func LaneStem(prefix, namespace string) string {
+	if prefix == "" || strings.HasSuffix(prefix, "-") || strings.HasSuffix(prefix, ".") {
+		return prefix + namespace + "-"
+	}
+	return prefix + "-" + namespace + "-"
+}
+
+// HasDerivedShape says whether name ends the way every derived name does (-<8 hex>).
+// An explicit name of that shape could be the name some other claim derives, now or
+// once it is created, and no one can tell whose from the name alone.
+func HasDerivedShape(name string) bool { return derivedShape.MatchString(name) }
+
+// LongerLanes returns the namespaces whose lanes also hold name although it starts with
+// namespace's stem: a namespace's name may extend another's ("team" and "team-b"), and
+// "p-team-b-logs" starts with both stems. The longest stem that matches decides whose
+// lane a name is in, so a caller refuses name for namespace when any of these exists.
+// The candidates are cut at each hyphen after the stem; those that are not valid
+// namespace names simply never exist.
+func LongerLanes(prefix, namespace, name string) []string {
+	stem := LaneStem(prefix, namespace)
+	rest, ok := strings.CutPrefix(name, stem)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i := 1; i < len(rest); i++ {
+		if rest[i] == '-' && len(namespace)+1+i <= maxLabelValue {
+			out = append(out, namespace+"-"+rest[:i])
+		}
+	}
+	return out
+}

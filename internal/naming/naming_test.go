@@ -1,6 +1,7 @@
 package naming
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,60 @@ func TestLabelValue(t *testing.T) {
 	}
 	if LabelValue(long) != a {
 		t.Error("LabelValue is not deterministic")
+	}
+}
+
+func TestLaneStem(t *testing.T) {
+	for _, c := range []struct{ prefix, ns, want string }{
+		{"", "team", "team-"},
+		{"acme", "team", "acme-team-"},
+		{"acme-", "team", "acme-team-"},
+		{"acme.", "team", "acme.team-"},
+		{"acme", "a--b", "acme-a--b-"}, // kept as written: "a-b" has another stem
+	} {
+		if got := LaneStem(c.prefix, c.ns); got != c.want {
+			t.Errorf("LaneStem(%q, %q) = %q, want %q", c.prefix, c.ns, got, c.want)
+		}
+	}
+	// Every derived name of a namespace starts with its stem while it fits.
+	if name := BucketName("acme", "team", "data"); !strings.HasPrefix(name, LaneStem("acme", "team")) {
+		t.Errorf("derived %q does not start with the stem", name)
+	}
+}
+
+func TestHasDerivedShape(t *testing.T) {
+	if !HasDerivedShape(BucketName("acme", "team", "data")) {
+		t.Error("a derived name is not of the derived shape")
+	}
+	for _, name := range []string{"acme-team-logs", "acme-team-logs-2024", "acme-team-deadbeefx", "acme-team-DEADBEEF", "acme-team-dead.beef"} {
+		if HasDerivedShape(name) {
+			t.Errorf("%q is taken for a derived name", name)
+		}
+	}
+	if !HasDerivedShape("acme-team-logs-0123abcd") {
+		t.Error("-0123abcd is the derived shape")
+	}
+}
+
+func TestLongerLanes(t *testing.T) {
+	for _, c := range []struct {
+		prefix, ns, name string
+		want             []string
+	}{
+		{"p", "a", "p-a-b-x", []string{"a-b"}},
+		{"p", "a", "p-a-b-c-x", []string{"a-b", "a-b-c"}},
+		{"p", "a", "p-a--b-x", []string{"a--b"}},
+		{"p", "a", "p-a-logs", nil},
+		{"p", "a", "p-other-x", nil}, // not in the stem at all
+		{"", "a", "a-b-x", []string{"a-b"}},
+	} {
+		if got := LongerLanes(c.prefix, c.ns, c.name); !slices.Equal(got, c.want) {
+			t.Errorf("LongerLanes(%q, %q, %q) = %q, want %q", c.prefix, c.ns, c.name, got, c.want)
+		}
+	}
+	// Candidates longer than a namespace name can be are not asked for.
+	long := strings.Repeat("n", 61)
+	if got := LongerLanes("p", long, "p-"+long+"-ab-cd-x"); len(got) != 0 {
+		t.Errorf("candidates past 63 characters: %q", got)
 	}
 }
