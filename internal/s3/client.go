@@ -34,6 +34,10 @@ type Client interface {
 	HeadBucket(ctx context.Context, bucket string) (region string, err error)
 	// DeleteBucket deletes an empty bucket (KindNotEmpty otherwise).
 	DeleteBucket(ctx context.Context, bucket string) error
+	// BucketOwners returns who owns bucket and who the credentials act for, by
+	// the store's canonical IDs: what decides whether a bucket without tags
+	// may be adopted (see Owners).
+	BucketOwners(ctx context.Context, bucket string) (Owners, error)
 
 	// GetBucketTagging returns the bucket's tags; no tags is an empty,
 	// non-nil map.
