@@ -16,7 +16,6 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestHandedOutKeyCannotReconfigureItsBucket: the key of a ReadWrite access, the most a
@@ -26,7 +25,7 @@ import (
 // runs, and the bucket's tags, policy, versioning and data are as the operator left
 // them; the key still does what it was given (write and read an object).
 func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
-	for _, srv := range []*testenv.S3Server{seaweed, versity} {
+	for _, srv := range stores() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, srv, withIAMOn(srv))

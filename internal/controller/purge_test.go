@@ -43,7 +43,7 @@ func startUpload(ctx context.Context, t *testing.T, server *testenv.S3Server, bu
 // incomplete upload is aborted and the bucket deleted. Objects are added between passes
 // so that every pass has work, as a large bucket would.
 func TestPurgeReportsProgressEveryTenSeconds(t *testing.T) {
-	for _, server := range []*testenv.S3Server{seaweed, versity} {
+	for _, server := range stores() {
 		t.Run(string(server.Kind), func(t *testing.T) { purgeProgress(t, server) })
 	}
 }

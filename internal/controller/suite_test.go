@@ -50,6 +50,10 @@ var (
 	receiverSecret = []byte("suite-receiver-secret-0123456789")
 )
 
+// stores are the real S3 servers of the suite, for the tests whose outcome the store's
+// behaviour decides: they run once on each.
+func stores() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity} }
+
 // syncInterval is short so drift correction and stalled-object resyncs happen within a
 // test; production defaults to 10m.
 const syncInterval = 4 * time.Second
