@@ -67,7 +67,8 @@ const (
 	// this namespace, so a pre-existing bucket cannot be taken over.
 	ReasonAdoptionNotAllowed = "AdoptionNotAllowed"
 	// ReasonBucketNameNotAllowed: an explicit bucketName lacks the store's
-	// bucketNamePrefix and guardrails.allowAnyBucketName is off.
+	// bucketNamePrefix and guardrails.allowAnyBucketName is off, or would create a
+	// bucket outside the namespace's lane (guardrails.allowBucketNamesOutsideNamespace).
 	ReasonBucketNameNotAllowed = "BucketNameNotAllowed"
 	// ReasonPublicAccessNotAllowed: publicAccess: Allowed, or a policy granting an
 	// anonymous or wildcard principal, without guardrails.allowPublicBuckets.

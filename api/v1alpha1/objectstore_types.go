@@ -122,6 +122,19 @@ type StoreGuardrails struct {
 	// +optional
 	AllowAnyBucketName bool `json:"allowAnyBucketName,omitempty"`
 
+	// AllowBucketNamesOutsideNamespace lets an explicit spec.bucketName create a
+	// bucket outside its namespace's lane. By default (false) a name a claim creates
+	// must start with "<bucketNamePrefix>-<namespace>-", must not fall in the lane of
+	// a namespace whose name extends its own ("team-b" for "team"), and must not end
+	// like a derived name (-<8 hex digits>) unless it is the claim's own: otherwise one
+	// tenant could take, ahead of time, the name another namespace's claim derives,
+	// and learn from the refusal which names exist. A name outside the lane may still
+	// adopt an existing bucket where adoptionAllowedNamespaces selects the namespace,
+	// and a claim keeps a bucket it already holds. Set it to keep the behaviour before
+	// lanes (any name under bucketNamePrefix); allowAnyBucketName implies it.
+	// +optional
+	AllowBucketNamesOutsideNamespace bool `json:"allowBucketNamesOutsideNamespace,omitempty"`
+
 	// AllowPublicBuckets lets StorageBuckets set publicAccess: Allowed and bucket
 	// policies that grant an anonymous or wildcard principal ("*", {"AWS": "*"}).
 	// +optional

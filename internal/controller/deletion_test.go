@@ -31,10 +31,14 @@ func TestRetainReleasesForTheSameClaimOnly(t *testing.T) {
 		t.Fatalf("released bucket tags = %v, want the claim and the namespace's UID without the claim's", tags)
 	}
 
-	// Another namespace names the bucket explicitly: refused.
+	// Another namespace names the bucket explicitly: refused, as outside its lane.
 	other := newFixture(t, seaweed)
 	intruder := other.bucket("keeper", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = bucket })
-	other.waitCondition(intruder, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonOwnedByAnotherClaim)
+	other.waitCondition(intruder, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonBucketNameNotAllowed)
+	// With lanes switched off the store decides by the tags: still refused.
+	shared := newFixture(t, seaweed, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowBucketNamesOutsideNamespace = true })
+	intruder = shared.bucket("keeper", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = bucket })
+	shared.waitCondition(intruder, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonOwnedByAnotherClaim)
 
 	// The same namespace and name binds it again, data intact.
 	again := f.bucket("keeper")

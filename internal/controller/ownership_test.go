@@ -18,7 +18,7 @@ func TestOwnershipMatrix(t *testing.T) {
 	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{} })
 
 	t.Run("unowned bucket is not adopted by default", func(t *testing.T) {
-		name := "unowned-" + f.ns
+		name := f.ns + "-unowned" // in the namespace's lane: only ownership decides
 		must(t, f.admin.CreateBucket(f.ctx, name, ""))
 		must(t, f.admin.PutBucketTagging(f.ctx, name, map[string]string{"owner": "someone"}))
 		sb := f.bucket("never", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = name })
@@ -71,7 +71,7 @@ func TestOwnershipMatrix(t *testing.T) {
 	})
 
 	t.Run("bucket of another account", func(t *testing.T) {
-		name := "foreign-account-" + f.ns
+		name := f.ns + "-foreign-account"
 		other, err := s3.New(f.ctx, s3.Config{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true,
 			AccessKeyID: seaweed.OtherAccessKeyID, SecretAccessKey: seaweed.OtherSecretAccessKey})
 		must(t, err)

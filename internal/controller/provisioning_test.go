@@ -175,8 +175,8 @@ func TestDriftIsCorrected(t *testing.T) {
 func TestStalledObjectSendsNoRequestStorm(t *testing.T) {
 	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
 	f := newFixture(t, seaweed)
-	must(t, f.admin.CreateBucket(f.ctx, "foreign-"+f.ns, ""))
-	sb := f.bucket("stalled", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = "foreign-" + f.ns })
+	must(t, f.admin.CreateBucket(f.ctx, f.ns+"-foreign", ""))
+	sb := f.bucket("stalled", func(sb *bkv1.StorageBucket) { sb.Spec.BucketName = f.ns + "-foreign" })
 	f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonBucketNotOwned)
 
 	// It is looked at again once per sync interval, as a foreign bucket may change hands:

@@ -23,6 +23,8 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if !scope.syncing {
 		return nil
 	}
+	// From "does it exist" to "it is tagged ours", one claim at a time per name.
+	defer r.names.lock(scope.store.Spec.Endpoint + "\x00" + scope.bucket)()
 
 	_, err := scope.s3.HeadBucket(ctx, scope.bucket)
 	switch s3.KindOf(err) {
@@ -81,6 +83,9 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
 		return err
 	}
+	if err := checkAdoptionOwner(ctx, scope); err != nil {
+		return err
+	}
 	if err := r.tagOwner(ctx, scope, tags); err != nil {
 		return err
 	}
@@ -98,6 +103,10 @@ func createIntended(sb *bkv1.StorageBucket, bucket string) bool {
 
 func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
+	if scope.adoptOnly {
+		return terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket %q does not exist, and a name outside namespace %q's lane may adopt an existing bucket but not create one (guardrails.allowBucketNamesOutsideNamespace is off)",
+			scope.bucket, sb.Namespace)
+	}
 	recreating := sb.Status.BucketName == scope.bucket && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
 
 	// Recorded in status, which tenants cannot write, and written now rather than at

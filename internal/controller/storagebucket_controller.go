@@ -53,6 +53,7 @@ type StorageBucketReconciler struct {
 	ProbeEvents source.Source
 
 	synced syncMemo
+	names  nameLocks
 	purges purgeMemo
 	passes passMemo
 }
@@ -72,6 +73,9 @@ type bucketScope struct {
 	// syncing: bucket and configuration are checked against the store in this pass
 	// (see syncDue); otherwise the last verdict stands.
 	syncing bool
+	// adoptOnly: the explicit bucket name lies outside the namespace's lane and may
+	// only adopt an existing bucket, never create one (checkNameLane).
+	adoptOnly bool
 	// created: the bucket was created in this pass, whose creation event already
 	// tells the story; the configuration applied to it is not announced separately.
 	created bool

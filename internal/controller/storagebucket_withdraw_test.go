@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestSuspendDoesNotExemptFromGuardrails: a tenant's public bucket, allowed while the
@@ -18,10 +17,10 @@ import (
 // buckets off. The suspended claim is Stalled with the guardrail's reason, anonymous
 // reads stop working and the operator's policy is gone from the bucket; the data stays.
 func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
-	for _, server := range []*testenv.S3Server{seaweed, versity} {
+	for _, server := range stores() {
 		t.Run(string(server.Kind), func(t *testing.T) {
 			f := newFixture(t, server, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowPublicBuckets = true })
-			bucket := "pub-" + f.ns
+			bucket := f.ns + "-pub"
 			sb := f.bucket("public", func(sb *bkv1.StorageBucket) {
 				sb.Spec.BucketName = bucket
 				sb.Spec.PublicAccess = bkv1.PublicAccessAllowed

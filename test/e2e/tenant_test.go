@@ -92,8 +92,8 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 	prefix := "tn-" + randomSuffix(t)
 	f := newFixture(t, "", func(s *bkv1.ObjectStore) { s.Spec.BucketNamePrefix = prefix })
 	tenant := asTenant(t, f)
-	inPrefix := newAdminBucket(t, f, prefix+"-tfstate")       // passes the prefix rule: only adoption guards it
-	outside := newAdminBucket(t, f, "audit-"+randomSuffix(t)) // outside the tenant's prefix
+	inPrefix := newAdminBucket(t, f, naming.LaneStem(prefix, f.ns)+"tfstate") // in the tenant's lane: only adoption guards it
+	outside := newAdminBucket(t, f, "audit-"+randomSuffix(t))                 // outside the tenant's prefix
 
 	// The tenant cannot write status: neither a forged create intent nor a bucket name.
 	forged := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "status-forgery"},
@@ -128,6 +128,9 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 		}},
 		{"outside-prefix", bkv1.ReasonBucketNameNotAllowed, func(sb *bkv1.StorageBucket) {
 			sb.Spec.BucketName, sb.Spec.Adoption, sb.Spec.DeletionPolicy = outside.name, bkv1.AdoptionIfUnowned, bkv1.DeletionPolicyPurge
+		}},
+		{"another-namespaces-derived-name", bkv1.ReasonBucketNameNotAllowed, func(sb *bkv1.StorageBucket) {
+			sb.Spec.BucketName, sb.Spec.DeletionPolicy = naming.BucketName(prefix, "payroll", "ledger"), bkv1.DeletionPolicyPurge
 		}},
 		{"public-policy", bkv1.ReasonPublicAccessNotAllowed, func(sb *bkv1.StorageBucket) {
 			sb.Spec.Policy = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, public, naming.BucketName(prefix, sb.Namespace, sb.Name))}
@@ -192,7 +195,7 @@ func TestAdoptionGuardrail(t *testing.T) {
 		s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"platform.example.com/adopt": "true"}}
 	})
 	tenant := asTenant(t, f)
-	legacy := newAdminBucket(t, f, prefix+"-legacy")
+	legacy := newAdminBucket(t, f, naming.LaneStem(prefix, f.ns)+"legacy")
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "legacy"},
 		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: f.store}, BucketName: legacy.name, Adoption: bkv1.AdoptionIfUnowned}}
 	must(t, tenant.Create(f.ctx, sb))
