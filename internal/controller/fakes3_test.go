@@ -18,7 +18,6 @@ type fakeS3 struct {
 	lifecycle  []s3.LifecycleRule
 	pab        *s3.PublicAccessBlock
 	policy     string
-	owners     s3.Owners
 
 	// errs makes the named method fail with the given error (state left unchanged).
 	errs map[string]error
@@ -36,13 +35,6 @@ func (f *fakeS3) read(op string) error {
 func (f *fakeS3) write(op string) error {
 	f.writes = append(f.writes, op)
 	return f.errs[op]
-}
-
-func (f *fakeS3) BucketOwners(_ context.Context, _ string) (s3.Owners, error) {
-	if err := f.read("BucketOwners"); err != nil {
-		return s3.Owners{}, err
-	}
-	return f.owners, nil
 }
 
 func (f *fakeS3) GetBucketVersioning(_ context.Context, _ string) (s3.VersioningStatus, error) {

@@ -83,9 +83,6 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
 		return err
 	}
-	if err := checkAdoptionOwner(ctx, scope); err != nil {
-		return err
-	}
 	if err := r.tagOwner(ctx, scope, tags); err != nil {
 		return err
 	}

@@ -3,12 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
-	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // reconcileGuardrails refuses what the ObjectStore's guardrails do not allow, before
@@ -86,31 +84,6 @@ func (r *StorageBucketReconciler) checkAdoptionAllowed(ctx context.Context, scop
 	if !ok {
 		return terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q's guardrails.adoptionAllowedNamespaces does not select namespace %q",
 			scope.bucket, scope.store.Name, scope.sb.Namespace)
-	}
-	return nil
-}
-
-// checkAdoptionOwner lets a claim adopt only a bucket that the store's credentials own:
-// an identity that can see every bucket of the store (SeaweedFS's admin identities,
-// Versity's root, an AWS role with cross-account grants) also sees buckets other
-// identities or accounts created, which no tag marks as anyone's, and adopting one would
-// hand a tenant another owner's data. The store's own record of the owner decides; a
-// store that keeps none, or will not say, gets no adoption. The refusal says no more
-// than that the bucket is not the operator's to adopt: the tenant learns nothing of
-// whose it is.
-func checkAdoptionOwner(ctx context.Context, scope *bucketScope) error {
-	owners, err := scope.s3.BucketOwners(ctx, scope.bucket)
-	switch {
-	case err == nil:
-	case s3.KindOf(err) == s3.KindNotImplemented || s3.KindOf(err) == s3.KindAccessDenied:
-		return terminalf(bkv1.ReasonBucketNameTaken, "bucket %q already exists and the store does not say that ObjectStore %q's credentials own it; only a bucket they own is adopted",
-			scope.bucket, scope.store.Name)
-	default:
-		return asStepError(err, fmt.Sprintf("reading the owner of bucket %q", scope.bucket))
-	}
-	if !owners.Same() {
-		return terminalf(bkv1.ReasonBucketNameTaken, "bucket %q already exists and belongs to another identity or account of the store than ObjectStore %q's credentials; only a bucket they own is adopted",
-			scope.bucket, scope.store.Name)
 	}
 	return nil
 }

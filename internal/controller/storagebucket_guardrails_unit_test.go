@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // TestGuardrailsPassOnTheCheckedPolicy: what the configuration step sends is the policy
@@ -60,42 +59,5 @@ func TestGuardrailsPassOnTheCheckedPolicy(t *testing.T) {
 		if scope.policy != "" {
 			t.Errorf("%s: a refused policy is passed on: %s", c.name, scope.policy)
 		}
-	}
-}
-
-// TestAdoptionOwner: only a bucket whose store-recorded owner is the caller is adopted;
-// another owner, no owner on record, or a store that will not say are refusals that name
-// no one, and a passing failure is retried.
-func TestAdoptionOwner(t *testing.T) {
-	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}
-	for _, c := range []struct {
-		name   string
-		owners s3.Owners
-		err    error
-		reason string // "" adopted; "retry" a non-terminal error
-	}{
-		{name: "the caller's", owners: s3.Owners{Bucket: "CALLER-ID-7", Caller: "CALLER-ID-7"}},
-		{name: "another identity's", owners: s3.Owners{Bucket: "OTHER-ID-9", Caller: "CALLER-ID-7"}, reason: bkv1.ReasonBucketNameTaken},
-		{name: "no owner on record", owners: s3.Owners{Caller: "CALLER-ID-7"}, reason: bkv1.ReasonBucketNameTaken},
-		{name: "no caller on record", owners: s3.Owners{Bucket: "CALLER-ID-7"}, reason: bkv1.ReasonBucketNameTaken},
-		{name: "ACLs not served", err: &s3.Error{Op: "GetBucketAcl", Kind: s3.KindNotImplemented}, reason: bkv1.ReasonBucketNameTaken},
-		{name: "ACL read denied", err: &s3.Error{Op: "GetBucketAcl", Kind: s3.KindAccessDenied}, reason: bkv1.ReasonBucketNameTaken},
-		{name: "store unreachable", err: &s3.Error{Op: "GetBucketAcl", Kind: s3.KindUnreachable}, reason: "retry"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := &fakeS3{owners: c.owners, errs: map[string]error{"BucketOwners": c.err}}
-			err := checkAdoptionOwner(context.Background(), &bucketScope{sb: newSpecBucket(), store: store, s3: f, bucket: "b"})
-			var se *stepError
-			switch {
-			case c.reason == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case c.reason == "retry" && (err == nil || errors.As(err, &se) && se.Terminal):
-				t.Fatalf("err = %v, want a retried error", err)
-			case c.reason != "" && c.reason != "retry" && (!errors.As(err, &se) || !se.Terminal || se.Reason != c.reason):
-				t.Fatalf("err = %v, want a terminal %s", err, c.reason)
-			case se != nil && (strings.Contains(se.Message, "OTHER-ID") || strings.Contains(se.Message, "CALLER-ID")):
-				t.Errorf("the refusal names an owner: %s", se.Message)
-			}
-		})
 	}
 }
