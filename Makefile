@@ -125,6 +125,10 @@ fuzz_cmds = rc=0; \
 fuzz: ## Short fuzzing runs of the bucket-name derivation, the policy guardrail and the webhook handler.
 	@$(call fuzz_cmds,)
 
+.PHONY: store-table
+store-table: ## Write the README's store table from what the real stores answer in the S3 contract tests.
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
+
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.
 	cd cmd/bucketkeeper-dev && $(GO) run . $(DEV_FLAGS)
