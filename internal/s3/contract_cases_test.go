@@ -34,7 +34,13 @@ var contractCases = []contractCase{
 	{"create twice", func(ctx context.Context, t *testing.T, s *store) {
 		b := s.bucket(t)
 		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
-		wantKind(t, s, "CreateBucket own bucket again", s.c.CreateBucket(ctx, b, ""), s.expect.createOwnAgain)
+		err := s.c.CreateBucket(ctx, b, "")
+		if s.expect.createOwnAgain == KindUnknown {
+			answer(t, s, "CreateBucket own bucket again", err)
+			must(t, "CreateBucket own bucket again", err)
+		} else {
+			wantKind(t, s, "CreateBucket own bucket again", err, s.expect.createOwnAgain)
+		}
 		names, err := s.c.ListBuckets(ctx)
 		must(t, "ListBuckets", err)
 		if !contains(names, b) {

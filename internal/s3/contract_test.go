@@ -13,8 +13,8 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The contract tests run the same table against real SeaweedFS and Versity
-// S3 Gateway processes (test/testenv), one server per kind for the whole
+// The contract tests run the same table against real SeaweedFS, Versity S3
+// Gateway and Ceph RGW servers (test/testenv), one server per kind for the whole
 // binary, and pin what each one really answers. When a server upgrade
 // changes an answer, the table below is where it shows.
 
@@ -25,16 +25,20 @@ type expectations struct {
 	createOthers      Kind // CreateBucket on a bucket the second identity created
 	lifecycle         Kind // PutBucketLifecycleConfiguration
 	publicAccessBlock Kind // PutPublicAccessBlock
+	ignoresMaxBuckets bool // ListBuckets answers every bucket whatever max-buckets says
 }
 
-// Common to both (SeaweedFS mini at hack/peers' pinned version, versitygw
-// v1.8.0 posix with --versioning-dir): a missing bucket 404 NoSuchBucket (HEAD: bare 404),
-// a non-empty one 409 BucketNotEmpty, a wrong secret 403
-// SignatureDoesNotMatch and an unknown key 403 InvalidAccessKeyId (on the S3
-// API Versity does not use XAdminUserNotFound, which is its admin API's
-// answer; the classifier still maps it). Both round-trip tagging,
-// versioning, policy (SeaweedFS rewrites one-element arrays as scalars, see
-// EquivalentPolicies), the canary and version listing with delete markers.
+// Common to all three (SeaweedFS mini at hack/peers' pinned version, versitygw
+// v1.8.0 posix with --versioning-dir, radosgw 20.2 of Debian's testing suite
+// with accounts): a missing bucket 404 NoSuchBucket (HEAD: bare 404), a
+// non-empty one 409 BucketNotEmpty, a wrong secret 403 SignatureDoesNotMatch
+// and an unknown key 403 InvalidAccessKeyId (on the S3 API Versity does not use
+// XAdminUserNotFound, which is its admin API's answer; the classifier still maps
+// it). All round-trip tagging, versioning, policy (SeaweedFS rewrites
+// one-element arrays as scalars, see EquivalentPolicies), the canary and version
+// listing with delete markers. RGW also: HEAD of another account's bucket is a
+// bare 403, a malformed policy 400 InvalidArgument, and its HeadBucket sends no
+// region header.
 var contractExpect = map[testenv.S3Kind]expectations{
 	testenv.SeaweedFS: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
@@ -47,6 +51,13 @@ var contractExpect = map[testenv.S3Kind]expectations{
 		createOthers:      KindAlreadyOwnedByYou, // the second identity is an IAM user of root's account
 		lifecycle:         KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		publicAccessBlock: KindNotImplemented,    // 501 NotImplemented (Get and Put)
+	},
+	testenv.RGW: {
+		createOwnAgain:    KindUnknown,         // 200 OK, as AWS answers in us-east-1
+		createOthers:      KindBucketNameTaken, // 409 BucketAlreadyExists: another Ceph account
+		lifecycle:         KindUnknown,         // supported, round-trips
+		publicAccessBlock: KindUnknown,         // supported, round-trips
+		ignoresMaxBuckets: true,                // one page of every bucket, no continuation token
 	},
 }
 
@@ -150,7 +161,7 @@ func must(t *testing.T, what string, err error) {
 }
 
 func TestContract(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			begin := time.Now()
