@@ -91,21 +91,22 @@ func rgwConf(dir, root string, monPort, s3Port int) string {
 	return fmt.Sprintf(`[global]
 fsid = %[1]s
 mon host = v1:127.0.0.1:%[2]d
-mon initial members = a
 public addr = 127.0.0.1
 cluster addr = 127.0.0.1
+# Loopback only, the v1 protocol only, no cephx keys to create and pass around.
 ms bind msgr2 = false
 ms bind ipv6 = false
 auth cluster required = none
 auth service required = none
 auth client required = none
-auth allow insecure global id reclaim = true
 keyring = %[3]s/keyring
 
+# The root's plugins and object classes, not the machine's (it has none).
 plugin dir = %[4]s/ceph
 erasure code dir = %[4]s/ceph/erasure-code
 osd class dir = %[4]s/rados-classes
 
+# Everything a daemon writes goes into the server's dir; logs go to stderr (-d).
 run dir = %[3]s/run
 admin socket = %[3]s/run/$name.asok
 pid file = %[3]s/run/$name.pid
@@ -144,16 +145,17 @@ osd data = %[3]s/osd
 [%[5]s]
 rgw frontends = beast endpoint=127.0.0.1:%[6]d
 rgw data = %[3]s/rgw
+# Few threads (the default is 512); usage logged for the admin-ops API; no
+# background resharding or multisite sync.
 rgw thread pool size = 32
 rgw enable usage log = true
 rgw dynamic resharding = false
+rgw run sync thread = false
 # No metadata cache: the gateway then never asks its peers (over watch/notify) to
 # drop cached entries. After an outage (radosgw is killed) the dead gateway's
 # watches would stay until the OSD times them out, and every bucket deletion
 # would wait ~30 s for them. Changes made with radosgw-admin also show at once.
 rgw cache enabled = false
-rgw run sync thread = false
-rgw rados pool pg num min = 8
 `, newUUID(), monPort, dir, lib, rgwName, s3Port)
 }
 
