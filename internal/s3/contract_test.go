@@ -36,9 +36,10 @@ type expectations struct {
 // XAdminUserNotFound, which is its admin API's answer; the classifier still maps
 // it). All round-trip tagging, versioning, policy (SeaweedFS rewrites
 // one-element arrays as scalars, see EquivalentPolicies), the canary and version
-// listing with delete markers. RGW also: HEAD of another account's bucket is a
-// bare 403, a malformed policy 400 InvalidArgument, and its HeadBucket sends no
-// region header.
+// listing with delete markers. RGW alone: HEAD of another account's bucket is a
+// bare 403 (the others answer 200: their second identity sees it), and a
+// malformed policy is 400 InvalidArgument (the others: MalformedPolicy). Like
+// SeaweedFS, and unlike Versity, its HeadBucket sends no region header.
 var contractExpect = map[testenv.S3Kind]expectations{
 	testenv.SeaweedFS: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
