@@ -70,7 +70,7 @@ build: ## Build the manager binary into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: peers
-peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity) if missing.
+peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, the Ceph RGW root) if missing.
 	hack/peers/build.sh
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.

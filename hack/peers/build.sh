@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway)
 # from the Go module proxy and caches each one in a directory keyed by its version and
-# a hash of its wrapper module, so a second run costs nothing.
+# a hash of its wrapper module, so a second run costs nothing. The peer `rgw` (Ceph RGW)
+# is a Debian root filesystem unpacked by rgw-root.sh instead, linked as `rgw-root`.
 #
 #   hack/peers/build.sh [peer ...]   build what is missing (default: all), then print
 #                                    the bin directory holding every peer on stdout
@@ -16,7 +17,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
-all_peers=(etcd kube-apiserver versitygw weed)
+all_peers=(etcd kube-apiserver versitygw weed rgw)
 
 version_of() {
 	case $1 in
@@ -24,6 +25,7 @@ version_of() {
 	etcd) echo "$ETCD_VERSION" ;;
 	weed) echo "$SEAWEEDFS_VERSION" ;;
 	versitygw) echo "$VERSITYGW_VERSION" ;;
+	rgw) echo "$RGW_SUITE" ;;
 	*) echo "unknown peer: $1" >&2; exit 2 ;;
 	esac
 }
@@ -32,8 +34,21 @@ version_of() {
 # decides how it is built (wrapper module, shared lifeline module, Go version).
 key_of() {
 	local peer=$1 sum
+	if [ "$peer" = rgw ]; then # no Go: the script (and its package list) decides it
+		sum=$(cat "$here/rgw-root.sh" | sha256sum | cut -c1-12)
+		echo "$peer-$(version_of "$peer")-$sum"
+		return
+	fi
 	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION) | sha256sum | cut -c1-12)
 	echo "$peer-$(version_of "$peer")-$sum"
+}
+
+# artifact_of is the name under which a peer sits in its cache and bin directories.
+artifact_of() {
+	case $1 in
+	rgw) echo rgw-root ;;
+	*) echo "$1" ;;
+	esac
 }
 
 bin_dir() {
@@ -44,7 +59,12 @@ bin_dir() {
 
 build_one() {
 	local peer=$1 dest="$cache/$(key_of "$1")"
-	[ -x "$dest/$peer" ] && return 0
+	[ -x "$dest/$(artifact_of "$peer")" ] && return 0
+	if [ "$peer" = rgw ]; then
+		mkdir -p "$dest"
+		"$here/rgw-root.sh" "$dest/rgw-root" >&2
+		return 0
+	fi
 	local start=$SECONDS ldflags="-s -w" pkg=.
 	case $peer in
 	kube-apiserver)
@@ -72,7 +92,9 @@ link_bin() {
 	dir=$(bin_dir)
 	mkdir -p "$dir"
 	for p in "${all_peers[@]}"; do
-		[ -x "$cache/$(key_of "$p")/$p" ] && ln -sfn "$cache/$(key_of "$p")/$p" "$dir/$p"
+		local a
+		a=$(artifact_of "$p")
+		[ -x "$cache/$(key_of "$p")/$a" ] && ln -sfn "$cache/$(key_of "$p")/$a" "$dir/$a"
 	done
 	echo "$dir"
 }

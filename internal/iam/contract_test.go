@@ -14,20 +14,27 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The contract test runs the driver against real SeaweedFS and Versity servers
-// and proves what a per-access key may and may not do there: the scoping is the
-// servers' own, so only a real server can show it.
+// The contract test runs the driver against real SeaweedFS, Versity and Ceph RGW
+// servers and proves what a per-access key may and may not do there: the scoping
+// is the servers' own, so only a real server can show it.
 
 // keyLimit is what a third CreateAccessKey answers per server: Versity enforces
-// AWS's two keys per user, SeaweedFS has no limit (the controller keeps at most
-// two either way).
+// AWS's two keys per user, RGW allows four ("Access key limit 4 exceeded" on the
+// fifth), SeaweedFS has no limit (the controller keeps at most two either way).
 var keyLimit = map[testenv.S3Kind]Kind{
 	testenv.SeaweedFS: KindUnknown, // succeeds
 	testenv.Versity:   KindLimitExceeded,
+	testenv.RGW:       KindUnknown, // succeeds: the limit is four
 }
 
+// separateAccounts are the kinds whose second identity (OtherAccessKeyID) is the
+// root of another IAM account, which must not see or touch our users: RGW's
+// accounts. (SeaweedFS's second identity is a gateway admin, Versity's an IAM
+// user of our own account.)
+var separateAccounts = map[testenv.S3Kind]bool{testenv.RGW: true}
+
 func TestContract(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			srv := testenv.NewS3(t, kind)
@@ -98,6 +105,9 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	if _, err := admin.HeadBucket(ctx, other); err != nil {
 		t.Errorf("the other bucket was touched: %v", err)
 	}
+	if separateAccounts[srv.Kind] {
+		testOtherAccount(ctx, t, srv, user, key1.ID, func() error { return c1.PutObject(ctx, rw, "still", []byte("mine")) })
+	}
 
 	// Rotation's two keys; a third is the server's business.
 	key2, err := d.CreateKey(ctx, user)
@@ -142,7 +152,7 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	if slices.Contains(names, user) {
 		t.Errorf("user %s still listed: %v", user, names)
 	}
-	// Versity answers NoSuchEntity like AWS; SeaweedFS an empty list.
+	// Versity and RGW answer NoSuchEntity like AWS; SeaweedFS an empty list.
 	if keys, err := d.ListKeys(ctx, user); len(keys) > 0 || (err != nil && KindOf(err) != KindNoSuchEntity) {
 		t.Errorf("ListKeys of a deleted user: %v, %v; want no keys or NoSuchEntity", keys, err)
 	}
@@ -150,9 +160,10 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 
 // TestContractListUsersPages: ListUsers pages (or answers in one page where a
 // server ignores MaxItems) and the pages together list every user exactly once, as
-// the access collector needs.
+// the access collector needs. RGW marks the page holding the last user truncated
+// still, so a last, empty page follows (4 pages for 3 users).
 func TestContractListUsersPages(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			srv := testenv.NewS3(t, kind)
@@ -168,10 +179,12 @@ func TestContractListUsersPages(t *testing.T) {
 			}
 			seen := map[string]int{}
 			marker, pages := "", 0
+			var sizes []int
 			for {
 				page, err := d.ListUsers(ctx, marker, 1)
 				must(t, "ListUsers", err)
 				pages++
+				sizes = append(sizes, len(page.Names))
 				for _, n := range page.Names {
 					seen[n]++
 				}
@@ -180,7 +193,7 @@ func TestContractListUsersPages(t *testing.T) {
 				}
 				marker = page.Next
 			}
-			t.Logf("%d pages for %d users", pages, len(seen))
+			t.Logf("%d pages for %d users, of %v users each", pages, len(seen), sizes)
 			for _, u := range made {
 				if seen[u] != 1 {
 					t.Errorf("user %s listed %d times over %d pages", u, seen[u], pages)
@@ -220,6 +233,33 @@ func TestContractErrors(t *testing.T) {
 	}
 	if err := d.PutPolicy(ctx, "bk-x", []Grant{{Bucket: "b", Mode: "Everything"}}); KindOf(err) != KindInvalid {
 		t.Errorf("PutPolicy with an unknown mode: %v, want Invalid", err)
+	}
+}
+
+// testOtherAccount proves another account's root neither lists our users nor
+// revokes their keys (RGW answers NoSuchEntity there: in its account the user does
+// not exist), and that a key outside any account gets no IAM at all (RGW: 405
+// MethodNotAllowed, classified NotImplemented).
+func testOtherAccount(ctx context.Context, t *testing.T, srv *testenv.S3Server, user, keyID string, keyWorks func() error) {
+	t.Helper()
+	other := newDriver(t, srv, srv.OtherAccessKeyID, srv.OtherSecretAccessKey)
+	names, err := ListUserNames(ctx, other)
+	must(t, "other account ListUsers", err)
+	if slices.Contains(names, user) {
+		t.Errorf("the other account lists our user %s", user)
+	}
+	if _, err := other.ListKeys(ctx, user); KindOf(err) != KindNoSuchEntity {
+		t.Errorf("other account ListAccessKeys of our user: %v, want NoSuchEntity", err)
+	}
+	if err := other.DeleteKey(ctx, user, keyID); err != nil {
+		t.Errorf("other account DeleteAccessKey of our user's key: %v, want NoSuchEntity (nil)", err)
+	}
+	must(t, "the key works after the other account's DeleteAccessKey", keyWorks())
+	if srv.AdminOpsAccessKeyID != "" {
+		err := newDriver(t, srv, srv.AdminOpsAccessKeyID, srv.AdminOpsSecretAccessKey).Check(ctx)
+		if KindOf(err) != KindNotImplemented {
+			t.Errorf("IAM Check by a user outside any account: %v, want NotImplemented", err)
+		}
 	}
 }
 

@@ -73,6 +73,9 @@ var codeKinds = map[string]Kind{
 	"ThrottlingException":     KindThrottled,
 	"NotImplemented":          KindNotImplemented,
 	"InvalidAction":           KindNotImplemented,
+	// Ceph RGW serves IAM only to the users of an account: any other key (a plain
+	// RGW user, admin caps or not) gets 405 MethodNotAllowed, which no retry mends.
+	"MethodNotAllowed": KindNotImplemented,
 }
 
 // Error is a failed IAM call: the operation, the user it concerned, its kind
@@ -169,7 +172,7 @@ func kindOfStatus(err error) Kind {
 		return KindEntityAlreadyExists
 	case 429, 503:
 		return KindThrottled
-	case 501:
+	case 405, 501:
 		return KindNotImplemented
 	case 400:
 		return KindInvalid

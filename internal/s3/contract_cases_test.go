@@ -36,8 +36,14 @@ var contractCases = []contractCase{
 		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
 		observedTable.set(t, s.kind, rowCreate, "yes")
 		err := s.c.CreateBucket(ctx, b, "")
-		wantKind(t, s, "CreateBucket own bucket again", err, s.expect.createOwnAgain)
-		observedTable.set(t, s.kind, rowCreateOwnAgain, answerCell(err))
+		if s.expect.createOwnAgain == KindUnknown {
+			answer(t, s, "CreateBucket own bucket again", err)
+			must(t, "CreateBucket own bucket again", err)
+			observedTable.set(t, s.kind, rowCreateOwnAgain, "200 OK, as AWS in us-east-1")
+		} else {
+			wantKind(t, s, "CreateBucket own bucket again", err, s.expect.createOwnAgain)
+			observedTable.set(t, s.kind, rowCreateOwnAgain, answerCell(err))
+		}
 		names, err := s.c.ListBuckets(ctx)
 		must(t, "ListBuckets", err)
 		if !contains(names, b) {
@@ -81,19 +87,22 @@ var contractCases = []contractCase{
 		must(t, "other CreateBucket", other.CreateBucket(ctx, theirs, ""))
 		t.Cleanup(func() { _ = other.DeleteBucket(context.Background(), theirs) }) // runs before s.bucket's
 		owners, err := s.c.BucketOwners(ctx, theirs)
-		must(t, "BucketOwners of another identity's bucket", err)
+		// Another account's bucket may well be closed to us (RGW: AccessDenied).
+		if answer(t, s, "BucketOwners of another identity's bucket", err); err != nil && KindOf(err) != KindAccessDenied {
+			t.Fatalf("BucketOwners of another identity's bucket: %v", err)
+		}
 		t.Logf("ANSWER %s | BucketOwners another identity's bucket | %+v", s.kind, owners)
 		got := ownersByAccount
 		switch {
 		case !own.Same():
 			got = ownersNotComparable // the caller is not named as its buckets' owner is
-		case owners.Same():
+		case err == nil && owners.Same():
 			got = ownersSameAccount // the second identity's bucket is the caller's account's
 		}
 		if got != s.expect.owners {
 			t.Errorf("owners: own bucket %+v, the other identity's %+v: read as %q, want %q", own, owners, got, s.expect.owners)
 		}
-		if owners.Bucket == own.Bucket && got != ownersSameAccount {
+		if err == nil && owners.Bucket == own.Bucket && got != ownersSameAccount {
 			t.Errorf("the two identities' buckets have one owner %q", own.Bucket)
 		}
 		observedTable.set(t, s.kind, rowOwners, got)

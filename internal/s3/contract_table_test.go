@@ -121,6 +121,7 @@ func (tb *storeTable) render(kinds []testenv.S3Kind) string {
 var storeTitle = map[testenv.S3Kind]string{
 	testenv.SeaweedFS: "SeaweedFS",
 	testenv.Versity:   "Versity S3 Gateway",
+	testenv.RGW:       "Ceph RGW",
 }
 
 // checkStoreTable holds the rendered table against the README (or writes it there).

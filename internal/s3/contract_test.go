@@ -13,8 +13,8 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The contract tests run the same table against real SeaweedFS and Versity
-// S3 Gateway processes (test/testenv), one server per kind for the whole
+// The contract tests run the same table against real SeaweedFS, Versity S3
+// Gateway and Ceph RGW servers (test/testenv), one server per kind for the whole
 // binary, and pin what each one really answers. When a server upgrade
 // changes an answer, the table below is where it shows.
 
@@ -25,6 +25,7 @@ type expectations struct {
 	createOthers      Kind   // CreateBucket on a bucket the second identity created
 	lifecycle         Kind   // PutBucketLifecycleConfiguration
 	publicAccessBlock Kind   // PutPublicAccessBlock
+	ignoresMaxBuckets bool   // ListBuckets answers every bucket whatever max-buckets says
 	owners            string // what BucketOwners tells of own and the second identity's buckets
 }
 
@@ -41,14 +42,18 @@ const (
 	ownersNotComparable = "no: bucket owner is the account, ListBuckets names the identity"
 )
 
-// Common to both (SeaweedFS mini at hack/peers' pinned version, versitygw
-// v1.8.0 posix with --versioning-dir): a missing bucket 404 NoSuchBucket (HEAD: bare 404),
-// a non-empty one 409 BucketNotEmpty, a wrong secret 403
-// SignatureDoesNotMatch and an unknown key 403 InvalidAccessKeyId (on the S3
-// API Versity does not use XAdminUserNotFound, which is its admin API's
-// answer; the classifier still maps it). Both round-trip tagging,
-// versioning, policy (SeaweedFS rewrites one-element arrays as scalars, see
-// EquivalentPolicies), the canary and version listing with delete markers.
+// Common to all three (SeaweedFS mini at hack/peers' pinned version, versitygw
+// v1.8.0 posix with --versioning-dir, radosgw 20.2 of Debian's testing suite
+// with accounts): a missing bucket 404 NoSuchBucket (HEAD: bare 404), a
+// non-empty one 409 BucketNotEmpty, a wrong secret 403 SignatureDoesNotMatch
+// and an unknown key 403 InvalidAccessKeyId (on the S3 API Versity does not use
+// XAdminUserNotFound, which is its admin API's answer; the classifier still maps
+// it). All round-trip tagging, versioning, policy (SeaweedFS rewrites
+// one-element arrays as scalars, see EquivalentPolicies), the canary and version
+// listing with delete markers. RGW alone: HEAD of another account's bucket is a
+// bare 403 (the others answer 200: their second identity sees it), and a
+// malformed policy is 400 InvalidArgument (the others: MalformedPolicy). Like
+// SeaweedFS, and unlike Versity, its HeadBucket sends no region header.
 var contractExpect = map[testenv.S3Kind]expectations{
 	testenv.SeaweedFS: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
@@ -63,6 +68,14 @@ var contractExpect = map[testenv.S3Kind]expectations{
 		lifecycle:         KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		publicAccessBlock: KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		owners:            ownersSameAccount,     // root's access key owns both
+	},
+	testenv.RGW: {
+		createOwnAgain:    KindUnknown,         // 200 OK, as AWS answers in us-east-1
+		createOthers:      KindBucketNameTaken, // 409 BucketAlreadyExists: another Ceph account
+		lifecycle:         KindUnknown,         // supported, round-trips
+		publicAccessBlock: KindUnknown,         // supported, round-trips
+		ignoresMaxBuckets: true,                // one page of every bucket, no continuation token
+		owners:            ownersNotComparable, // the account "RGW…" owns, ListBuckets names the user
 	},
 }
 
@@ -166,7 +179,7 @@ func must(t *testing.T, what string, err error) {
 }
 
 func TestContract(t *testing.T) {
-	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity}
+	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
 	// Cleanups run once every (parallel) subtest is done.
 	t.Cleanup(func() { checkStoreTable(t, kinds) })
 	for _, kind := range kinds {

@@ -80,6 +80,13 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// Abort sends SIGKILL to the process group at once and waits until the process is
+// reaped: for a process whose state is thrown away anyway.
+func (p *Process) Abort() {
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	<-p.done
+}
+
 // Stop sends SIGTERM to the process group, then SIGKILL after stopGrace, and waits
 // until the process is reaped. Calling it again is harmless.
 func (p *Process) Stop() error {

@@ -26,6 +26,9 @@ const (
 	SeaweedFS S3Kind = "seaweedfs"
 	// Versity runs the Versity S3 Gateway over a plain directory (posix backend).
 	Versity S3Kind = "versity"
+	// RGW runs Ceph's RADOS Gateway on a one-monitor, one-OSD (in memory) Ceph
+	// cluster (s3rgw.go).
+	RGW S3Kind = "rgw"
 )
 
 // readyTimeout bounds how long a start may take before it fails with the
@@ -35,11 +38,12 @@ const readyTimeout = 60 * time.Second
 // S3Server is one S3 server process owned by a test. Stop and Start simulate an
 // outage without losing data; Close ends it for good.
 //
-// Both kinds get a second, independent account (OtherAccessKeyID /
+// Every kind gets a second, independent account (OtherAccessKeyID /
 // OtherSecretAccessKey) allowed to create buckets, for tests of "the bucket name
 // is taken by someone else": SeaweedFS as a second identity with its own account
 // in the static S3 config file, Versity as an IAM user of its standalone IAM
-// service with a policy allowing every bucket. The fields are empty for a kind
+// service with a policy allowing every bucket, RGW as the root user of a second
+// Ceph account. The fields are empty for a kind
 // that cannot offer one. On SeaweedFS CreateBucket on the other account's bucket
 // returns BucketAlreadyExists; on Versity an IAM user belongs to root's account,
 // so root's CreateBucket of a bucket the user created answers
@@ -47,9 +51,11 @@ const readyTimeout = 60 * time.Second
 // action create buckets, so its second identity is a gateway admin too and sees
 // (and may touch) every bucket.
 //
-// Both kinds serve the AWS IAM API (IAMEndpoint, signed for IAMRegion) to the
-// admin identity: SeaweedFS on its S3 port, Versity from a second process, its
-// standalone IAM service, which the gateway asks over a unix socket.
+// Every kind serves the AWS IAM API (IAMEndpoint, signed for IAMRegion) to the
+// admin identity: SeaweedFS and RGW on the S3 port (on RGW the admin identity is
+// the root user of a Ceph account, the one that may manage the account's IAM
+// users), Versity from a second process, its standalone IAM service, which the
+// gateway asks over a unix socket.
 type S3Server struct {
 	Kind            S3Kind
 	Endpoint        string // "http://127.0.0.1:PORT"
@@ -74,6 +80,13 @@ type S3Server struct {
 	ScopedAccessKeyID     string
 	ScopedSecretAccessKey string
 
+	// AdminOpsAccessKeyID and AdminOpsSecretAccessKey (RGW only) sign RGW's admin
+	// operations API (/admin/bucket, /admin/user, /admin/usage: bucket stats and
+	// quotas) on the S3 endpoint: a user outside any account holding the buckets,
+	// users and usage capabilities. It owns no bucket and is no S3 admin.
+	AdminOpsAccessKeyID     string
+	AdminOpsSecretAccessKey string
+
 	mu      sync.Mutex
 	bin     string
 	dir     string // everything this server owns lives here
@@ -88,6 +101,9 @@ type S3Server struct {
 	iamArgs []string
 	iamLog  string
 	iamProc *Process
+
+	// RGW's monitor and OSD, which run from the first start until Close.
+	rgw *rgwCluster
 }
 
 // StartS3 starts a fresh server of the given kind with an empty data directory,
@@ -100,6 +116,8 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		peer = "weed"
 	case Versity:
 		peer = "versitygw"
+	case RGW:
+		peer = "rgw"
 	default:
 		return nil, fmt.Errorf("testenv: unknown S3 kind %q", kind)
 	}
@@ -126,6 +144,11 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 	if kind == Versity { // its second account is an IAM user, whose key the server makes
 		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""
 	}
+	if kind == RGW { // bin is the Debian root the cluster's programs run from
+		s.rgw = &rgwCluster{root: bin}
+		s.AdminOpsAccessKeyID = randomString(20, upperAlnum)
+		s.AdminOpsSecretAccessKey = randomString(40, anyAlnum)
+	}
 	if kind == SeaweedFS {
 		s.ScopedBucket = "scoped-" + randomString(12, lowerAlnum)
 		s.ScopedAccessKeyID = randomString(20, upperAlnum)
@@ -135,6 +158,9 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 	// is retried with fresh ports and a fresh data directory.
 	for attempt := 1; ; attempt++ {
 		err = s.configure()
+		if err == nil && s.Kind == RGW {
+			err = s.bootRGWCluster()
+		}
 		if err == nil {
 			err = s.startLocked()
 		}
@@ -148,7 +174,7 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 			_ = s.Close()
 			return nil, err
 		}
-		if err := s.resetData(); err != nil {
+		if err := errors.Join(s.stopRGWClusterLocked(), s.resetData()); err != nil {
 			_ = s.Close()
 			return nil, err
 		}
@@ -176,6 +202,8 @@ func (s *S3Server) configure() error {
 	switch s.Kind {
 	case SeaweedFS:
 		return s.configureWeed()
+	case RGW:
+		return s.configureRGW()
 	default:
 		return s.configureVersity()
 	}
@@ -225,11 +253,11 @@ func (s *S3Server) startLocked() error {
 	}
 	s.proc = p
 	if err := s.waitReady(p); err != nil {
-		_ = p.Stop()
+		_ = s.stopProcess(p)
 		s.proc = nil
 		_ = s.stopIAMLocked()
 		tail := logTail(s.logPath)
-		if strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on") {
+		if bindConflict(tail) {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
 		}
 		return fmt.Errorf("testenv: %s at %s: %w\n--- tail of %s ---\n%s", s.Kind, s.Endpoint, err, s.logPath, tail)
@@ -262,6 +290,9 @@ func (s *S3Server) waitReady(p *Process) error {
 			return nil
 		}
 		lastErr = err
+		if failed := s.startFailure(); failed != nil {
+			return fmt.Errorf("%v; last probe: %v", failed, lastErr)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(200 * time.Millisecond):
@@ -274,8 +305,10 @@ func (s *S3Server) waitReady(p *Process) error {
 	}
 }
 
-// Stop stops the process (SIGTERM, SIGKILL after 5s, by process group) and keeps
-// its data, ports and credentials, so Start can bring the same server back. The
+// Stop stops the process (SIGTERM, SIGKILL after 5s, by process group; radosgw
+// at once with SIGKILL, see stopProcess) and keeps its data, ports and
+// credentials, so Start can bring the same server back. On RGW only the gateway
+// stops: the monitor and the OSD, which hold the data, run on. The
 // ports are not held while stopped; if another process takes one, Start fails
 // with a "port already in use" error (the endpoint cannot move under a client).
 func (s *S3Server) Stop() error {
@@ -287,10 +320,31 @@ func (s *S3Server) Stop() error {
 func (s *S3Server) stopLocked() error {
 	var err error
 	if s.proc != nil {
-		err = s.proc.Stop()
+		err = s.stopProcess(s.proc)
 		s.proc = nil
 	}
 	return errors.Join(err, s.stopIAMLocked())
+}
+
+// stopProcess stops the server's main process: SIGTERM first, except radosgw,
+// which is killed at once. It keeps nothing that a clean shutdown would save
+// (the OSD holds the data), and its clean shutdown waits up to 30 s for its
+// dedup thread to notice.
+func (s *S3Server) stopProcess(p *Process) error {
+	if s.Kind == RGW {
+		p.Abort()
+		return nil
+	}
+	return p.Stop()
+}
+
+// startFailure returns why the main process, though still running, will never
+// serve (radosgw that could not bind its port exits only ~30 s later), or nil.
+func (s *S3Server) startFailure() error {
+	if s.Kind == RGW {
+		return rgwStartFailure(s.logPath)
+	}
+	return nil
 }
 
 // Close stops the server and removes everything it created. It is idempotent.
@@ -301,7 +355,15 @@ func (s *S3Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	return errors.Join(s.stopLocked(), removeTempDir(s.dir))
+	return errors.Join(s.stopLocked(), s.stopRGWClusterLocked(), removeTempDir(s.dir))
+}
+
+// bindConflict reports whether a server's log tail says a port it was to listen
+// on was taken ("address already in use" from Go and Ceph's messenger, "Address
+// already in use" from radosgw's beast, "is not available on" from weed).
+func bindConflict(tail string) bool {
+	tail = strings.ToLower(tail)
+	return strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on")
 }
 
 // PID returns the server's process ID, or 0 while it is stopped.

@@ -25,9 +25,10 @@ import (
 
 // TestS3Lifecycle runs each S3 kind through a full outage: create data, stop the
 // server, see requests fail, start it again, find the data, close it and find
-// nothing left behind (process, temp dir, sockets).
+// nothing left behind (process, temp dir, sockets). On RGW the outage stops the
+// gateway alone; its monitor and OSD run on until Close.
 func TestS3Lifecycle(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity} {
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
 		t.Run(string(kind), func(t *testing.T) { testS3Lifecycle(t, kind) })
 	}
 }
@@ -52,6 +53,13 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		}
 		assertLoopbackOnly(t, iamPID)
 	}
+	clusterPIDs := s.ClusterPIDs()
+	if kind == testenv.RGW && len(clusterPIDs) != 2 {
+		t.Fatalf("RGW cluster PIDs %v, want monitor and OSD", clusterPIDs)
+	}
+	for _, p := range clusterPIDs {
+		assertLoopbackOnly(t, p)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -70,7 +78,8 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		taken := bucket + "-other"
 		mustCreate(ctx, t, other, taken)
 		// Versity's second account is an IAM user of root's account.
-		want := map[testenv.S3Kind]string{testenv.SeaweedFS: "BucketAlreadyExists", testenv.Versity: "BucketAlreadyOwnedByYou"}[kind]
+		want := map[testenv.S3Kind]string{testenv.SeaweedFS: "BucketAlreadyExists", testenv.Versity: "BucketAlreadyOwnedByYou",
+			testenv.RGW: "BucketAlreadyExists"}[kind]
 		if code := errorCode(createBucket(ctx, admin, taken)); code != want {
 			t.Errorf("create of another account's bucket: got %q, want %s", code, want)
 		}
@@ -86,12 +95,21 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		testScopedIdentity(ctx, t, s, scoped, bucket)
 	}
 
+	if s.AdminOpsAccessKeyID != "" {
+		testAdminOps(ctx, t, s, bucket)
+	}
+
 	// Outage: the process is gone and requests fail fast.
 	if err := s.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if alive(pid) {
 		t.Fatalf("PID %d still alive after Stop", pid)
+	}
+	for _, p := range clusterPIDs {
+		if !alive(p) {
+			t.Fatalf("cluster PID %d died with the gateway's Stop", p)
+		}
 	}
 	if s.PID() != 0 {
 		t.Errorf("PID() = %d after Stop, want 0", s.PID())
@@ -171,6 +189,14 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	}
 	if iamPID != 0 && alive(iamPID) {
 		t.Errorf("IAM PID %d still alive after Close", iamPID)
+	}
+	for _, p := range clusterPIDs {
+		if alive(p) {
+			t.Errorf("cluster PID %d still alive after Close", p)
+		}
+	}
+	if len(s.ClusterPIDs()) != 0 {
+		t.Errorf("ClusterPIDs() = %v after Close", s.ClusterPIDs())
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temp dir %s still exists after Close (%v)", dir, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,7 +50,7 @@ func (s *S3Server) startIAMLocked() error {
 	if err := s.waitIAMReady(p); err != nil {
 		_ = s.stopIAMLocked()
 		tail := logTail(s.iamLog)
-		if strings.Contains(tail, "address already in use") {
+		if bindConflict(tail) {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
 		}
 		return fmt.Errorf("testenv: %s IAM service at %s: %w\n--- tail of %s ---\n%s", s.Kind, s.IAMEndpoint, err, s.iamLog, tail)

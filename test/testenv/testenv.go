@@ -1,6 +1,6 @@
 // Package testenv is the harness every test suite of the project shares: it finds
 // the repository, builds or locates the real test peers (kube-apiserver, etcd,
-// SeaweedFS weed, Versity S3 Gateway), and runs them as child processes that
+// SeaweedFS weed, Versity S3 Gateway, a Debian root holding Ceph RGW), and runs them as child processes that
 // listen on loopback only and cannot outlive the test binary.
 //
 // Why real servers instead of fakes: the operator's behaviour on the wire (error
@@ -140,13 +140,22 @@ func missingPeers(peers ...string) []string {
 	return missing
 }
 
-// peerBinary returns the path of one peer executable, building it when needed.
+// peerArtifacts names what build.sh links into the bin directory for a peer that
+// is no single executable: rgw is a root filesystem.
+var peerArtifacts = map[string]string{"rgw": "rgw-root"}
+
+// peerBinary returns the path of one peer executable (or root filesystem),
+// building it when needed.
 func peerBinary(name string) (string, error) {
 	dir, err := peersBinDir(name)
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(dir, name)
+	file := name
+	if a, ok := peerArtifacts[name]; ok {
+		file = a
+	}
+	p := filepath.Join(dir, file)
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("testenv: peer %s missing: %w", name, err)
 	}
@@ -249,10 +258,11 @@ func logTail(path string) string {
 // childEnv is the environment for peers: the test process's, minus variables
 // that would silently change a peer's credentials or configuration (weed reads
 // AWS_ACCESS_KEY_ID as an extra admin identity, WEED_* as config, versitygw reads
-// ROOT_*/VGW_*), plus TMPDIR pointing inside the peer's own temp dir so anything
-// a peer writes to os.TempDir() is removed with it.
+// ROOT_*/VGW_*, Ceph's programs CEPH_CONF and CEPH_ARGS), plus TMPDIR pointing
+// inside the peer's own temp dir so anything a peer writes to os.TempDir() is
+// removed with it.
 func childEnv(tmp string, extra ...string) []string {
-	drop := []string{"AWS_", "WEED_", "S3_", "ROOT_", "VGW_", "TMPDIR="}
+	drop := []string{"AWS_", "WEED_", "S3_", "ROOT_", "VGW_", "CEPH_", "TMPDIR="}
 	var env []string
 outer:
 	for _, kv := range os.Environ() {
