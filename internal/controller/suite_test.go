@@ -24,9 +24,9 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The suite runs one real control plane, one SeaweedFS and one Versity server, and one
-// manager built exactly as the binary builds it. Each test makes its own namespace and
-// ObjectStore, so S3 requests are counted per test by store name.
+// The suite runs one real control plane, one SeaweedFS, one Versity and one Ceph RGW
+// server, and one manager built exactly as the binary builds it. Each test makes its own
+// namespace and ObjectStore, so S3 requests are counted per test by store name.
 //
 // Tests that spend their time waiting on sync and probe intervals call t.Parallel: Go
 // runs them together, after every other test of the package. At most one of them may
@@ -42,8 +42,11 @@ var (
 	clusterID string
 	seaweed   *testenv.S3Server
 	versity   *testenv.S3Server
-	requests  = &requestLog{}
-	logs      = &testenv.LogBuffer{}
+	// rgw answers a repeat CreateBucket by its owner with 200, as AWS does in
+	// us-east-1: the store on which two claims of one name race.
+	rgw      *testenv.S3Server
+	requests = &requestLog{}
+	logs     = &testenv.LogBuffer{}
 
 	// The suite's manager serves the probe webhook here.
 	receiverAddr   string
@@ -91,6 +94,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop("Versity", versity.Close)
+	if rgw, err = testenv.StartS3(testenv.RGW); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("Ceph RGW", rgw.Close)
 
 	if k8sWatch, err = client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
