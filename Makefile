@@ -51,8 +51,14 @@ vet: ## go vet every module of ours (and the benchmark baseline's build-tagged f
 	@hack/run-suites.sh bin/vet-logs vet-lifeline 'cd hack/peers/lifeline && $(GO) vet ./...' \
 	  $(foreach m,$(NESTED),vet-$(subst /,-,$(m)) 'cd $(m) && $(GO) vet ./...')
 
+# A dependency that two of our modules compile at different versions makes the build cache
+# compile everything above it once per module (see the script).
+.PHONY: check-shared-deps
+check-shared-deps: ## Fail when two of our modules compile a dependency at different versions.
+	@hack/check-shared-deps.sh $(GO)
+
 .PHONY: verify
-verify: vet ## Fail when generated files are stale or code is not gofmt'ed.
+verify: check-shared-deps vet ## Fail when generated files are stale, code is not gofmt'ed or modules disagree on a dependency.
 	@unformatted=$$(git ls-files --cached --others --exclude-standard '*.go' | xargs -r gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run make fmt):"; echo "$$unformatted"; exit 1; fi
 	@before=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
@@ -61,7 +67,7 @@ verify: vet ## Fail when generated files are stale or code is not gofmt'ed.
 	if [ "$$before" != "$$after" ]; then \
 	  echo "generated files were stale; they are regenerated now: review and commit them"; \
 	  diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
-	@echo "verify: generated files up to date, gofmt and vet clean"
+	@echo "verify: generated files up to date, gofmt and vet clean, shared dependencies at one version"
 
 ##@ Build and test
 
