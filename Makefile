@@ -10,6 +10,11 @@ RACE_PKGS := ./internal/... ./cmd/...
 GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds \
 	charts/bucketkeeper/files
 TEST_FLAGS ?= -count=1 -timeout 30m
+# make test vets every module (go vet, all its analyzers) before any test runs, so its go
+# test commands leave out go test's own vet: a subset of the same analyzers, which go test
+# runs again on every dependency too (for their facts), once for each way the packages are
+# compiled (plain, -race, fuzz-instrumented), as vet results are keyed by the compile.
+TEST_VET := -vet=off
 
 .PHONY: all
 all: build
@@ -51,8 +56,14 @@ vet: ## go vet every module of ours (and the benchmark baseline's build-tagged f
 	@hack/run-suites.sh bin/vet-logs vet-lifeline 'cd hack/peers/lifeline && $(GO) vet ./...' \
 	  $(foreach m,$(NESTED),vet-$(subst /,-,$(m)) 'cd $(m) && $(GO) vet ./...')
 
+# A dependency that two of our modules compile at different versions makes the build cache
+# compile everything above it once per module (see the script).
+.PHONY: check-shared-deps
+check-shared-deps: ## Fail when two of our modules compile a dependency at different versions.
+	@hack/check-shared-deps.sh $(GO)
+
 .PHONY: verify
-verify: vet ## Fail when generated files are stale or code is not gofmt'ed.
+verify: check-shared-deps vet ## Fail when generated files are stale, code is not gofmt'ed or modules disagree on a dependency.
 	@unformatted=$$(git ls-files --cached --others --exclude-standard '*.go' | xargs -r gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run make fmt):"; echo "$$unformatted"; exit 1; fi
 	@before=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
@@ -61,7 +72,7 @@ verify: vet ## Fail when generated files are stale or code is not gofmt'ed.
 	if [ "$$before" != "$$after" ]; then \
 	  echo "generated files were stale; they are regenerated now: review and commit them"; \
 	  diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
-	@echo "verify: generated files up to date, gofmt and vet clean"
+	@echo "verify: generated files up to date, gofmt and vet clean, shared dependencies at one version"
 
 ##@ Build and test
 
@@ -92,26 +103,28 @@ test: ## Run every test against the real peers (built on first use).
 	bin=$$(tail -n1 bin/peers.out); export BUCKETKEEPER_PEERS_BIN=$$bin; \
 	echo ">> peers in $$bin"; \
 	hack/run-suites.sh $(TEST_LOGS) \
-	  race '$(GO) test $(TEST_FLAGS) -race -v -skip "$(CONTROLLER_WAITING)" $(RACE_PKGS)' \
-	  race-waiting '$(GO) test $(TEST_FLAGS) -race -v -run "$(CONTROLLER_WAITING)" ./internal/controller/' \
-	  rest '$(GO) test $(TEST_FLAGS) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
+	  race '$(GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -skip "$(CONTROLLER_WAITING)" $(RACE_PKGS)' \
+	  race-waiting '$(GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -run "$(CONTROLLER_WAITING)" ./internal/controller/' \
+	  rest '$(GO) test $(TEST_FLAGS) $(TEST_VET) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
 	  nested 'rc=0; \
-	    (cd test/manifests && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
-	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
-	    (cd bench && $(GO) test $(TEST_FLAGS) -v ./...) || rc=1; \
+	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
+	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
+	    (cd bench && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
 	    exit $$rc' \
-	  fuzz '$(call fuzz_cmds,-parallel=1)'
+	  fuzz '$(call fuzz_cmds,-parallel=1 $(TEST_VET))'
 
-# test-binaries compiles every test binary the suites run, one go command at a time: the
-# suites start side by side, and two go commands compiling the same packages at once (the
-# race and race-waiting suites share a thousand race-instrumented packages) each compile
-# them. -exec true links each test binary and runs none of it (no TestMain, no server).
+# test-binaries compiles every package of the test binaries the suites run, one go command
+# at a time: the suites start side by side, and two go commands compiling the same packages
+# at once (the race and race-waiting suites share a thousand race-instrumented packages)
+# each compile them. go list -export -test compiles them, test variants included, into the
+# build cache, as go test would, and fails on a compile error; it links nothing, so each
+# test binary is linked once, by its suite (go test -exec true linked each one here too).
 .PHONY: test-binaries
 test-binaries:
 	@echo ">> compiling the test binaries"
-	@$(GO) test -count=1 -race -exec true $(RACE_PKGS) >/dev/null
-	@$(GO) test -count=1 -exec true $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/) >/dev/null
-	@for m in $(NESTED); do (cd $$m && $(GO) test -count=1 -exec true ./... >/dev/null) || exit 1; done
+	@$(GO) list -export -test -race $(RACE_PKGS) >/dev/null
+	@$(GO) list -export -test $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/) >/dev/null
+	@for m in $(NESTED); do (cd $$m && $(GO) list -export -test ./... >/dev/null) || exit 1; done
 
 # fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs
 # them with one worker beside the other suites. Every run happens; any failure fails.
