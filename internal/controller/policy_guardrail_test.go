@@ -33,11 +33,8 @@ import (
 // write, the policy it had, the tags it had, no anonymous read. A valid policy is then
 // accepted, and what the store holds is the canonical document.
 func TestTenantPolicyAttacks(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		server *testenv.S3Server
-	}{{"seaweedfs", seaweed}, {"versity", versity}} {
-		t.Run(c.name, func(t *testing.T) { testTenantPolicyAttacks(t, c.server) })
+	for _, srv := range allStores() {
+		t.Run(string(srv.Kind), func(t *testing.T) { testTenantPolicyAttacks(t, srv) })
 	}
 }
 
@@ -155,8 +152,11 @@ func TestStoresReadCaseVariantPolicyKeys(t *testing.T) {
 
 // principalOf names the suite's second account the way the store's policies do.
 func principalOf(server *testenv.S3Server) string {
-	if server.Kind == testenv.Versity {
+	switch server.Kind {
+	case testenv.Versity:
 		return "arn:aws:iam::000000000000:user/other-tenant" // an IAM user of its standalone IAM service
+	case testenv.RGW:
+		return "arn:aws:iam::" + server.OtherAccountID + ":root" // the second account
 	}
 	return "arn:aws:iam::other-tenant:user/other-tenant" // the identity's account and name
 }

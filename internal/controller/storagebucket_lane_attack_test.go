@@ -8,15 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
-	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestNamesStayInTheirLane: a tenant of namespace N, sharing a store (and its prefix)
@@ -49,13 +46,7 @@ func TestNamesStayInTheirLane(t *testing.T) {
 	must(t, f.admin.PutBucketTagging(f.ctx, held, heldTags))
 	must(t, f.admin.PutObject(f.ctx, held, "q3.csv", data))
 
-	tenant, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "squatter", []rbacv1.PolicyRule{{
-		APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "storagebuckets/finalizers"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}})
-	must(t, err)
-	f.eventually(30*time.Second, "the tenant's Role to take effect", func() error {
-		return tenant.List(f.ctx, &bkv1.StorageBucketList{}, client.InNamespace(f.ns))
-	})
+	tenant := asTenant(t, f)
 
 	derived := naming.BucketName(prefix, victimNS, "data") // what the victim's claim will derive
 	attempts := map[string]string{

@@ -87,6 +87,10 @@ type S3Server struct {
 	AdminOpsAccessKeyID     string
 	AdminOpsSecretAccessKey string
 
+	// OtherAccountID (RGW only) is the second account's ID, for policies that name it
+	// as a principal (arn:aws:iam::<id>:root).
+	OtherAccountID string
+
 	mu      sync.Mutex
 	bin     string
 	dir     string // everything this server owns lives here
