@@ -15,7 +15,9 @@ import (
 // later stalls the claims it now refuses, and what it now forbids on their buckets
 // (public access, a public or refused policy the operator set) is withdrawn. Each
 // refusal's reason names the guardrail. The policy it accepts is kept in scope.policy
-// as checked, for the configuration step to send.
+// as checked, for the configuration step to send. Of the guardrails, only the name's
+// lane (checkNameLane) reads more than the two specs: the namespaces it could collide
+// with, from the cache.
 func (r *StorageBucketReconciler) reconcileGuardrails(ctx context.Context, scope *bucketScope) error {
 	refusal := checkGuardrails(scope)
 	if refusal == nil {
