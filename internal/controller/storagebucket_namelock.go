@@ -45,10 +45,3 @@ func (l *nameLocks) lock(key string) (unlock func()) {
 		l.mu.Unlock()
 	}
 }
-
-// size is how many keys are held or waited for (tests).
-func (l *nameLocks) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.locks)
-}

@@ -37,3 +37,10 @@ func TestNameLocksSerialiseOneName(t *testing.T) {
 		t.Errorf("%d entries left", n)
 	}
 }
+
+// size is how many keys are held or waited for.
+func (l *nameLocks) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.locks)
+}
