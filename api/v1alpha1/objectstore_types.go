@@ -116,6 +116,20 @@ type StoreGuardrails struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="guardrails.adoptionAllowedNamespaces.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
 	AdoptionAllowedNamespaces *metav1.LabelSelector `json:"adoptionAllowedNamespaces,omitempty"`
 
+	// AdoptionBucketOwner is the owner a pre-existing bucket must have, as the
+	// store names it in the bucket's ACL, to be adopted: the account the
+	// operator's credentials create buckets as. A bucket of any other identity or
+	// account is never adopted, whatever adoptionAllowedNamespaces says: on many
+	// stores the operator's credentials see and may write buckets they do not own.
+	// Absent, it is the owner ListBuckets names for those credentials, which is
+	// their account on AWS (its canonical user ID) and Versity; SeaweedFS and Ceph
+	// RGW name the identity there but its account in ACLs, so on them set it (the
+	// account ID of the operator's identity in SeaweedFS's S3 configuration; the
+	// RGW account ID, RGW followed by 17 digits), or no bucket can be adopted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	AdoptionBucketOwner string `json:"adoptionBucketOwner,omitempty"`
+
 	// AllowAnyBucketName lets an explicit spec.bucketName skip bucketNamePrefix. By
 	// default, when the store has a prefix, explicit names must start with it, so
 	// tenants stay inside the part of the namespace of names the platform team gave them.

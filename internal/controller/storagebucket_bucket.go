@@ -83,6 +83,9 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
 		return err
 	}
+	if err := r.checkAdoptionOwner(ctx, scope); err != nil {
+		return err
+	}
 	if err := r.tagOwner(ctx, scope, tags); err != nil {
 		return err
 	}

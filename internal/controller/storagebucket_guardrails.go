@@ -70,22 +70,3 @@ func checkGuardrails(scope *bucketScope) *stepError {
 	}
 	return nil
 }
-
-// checkAdoptionAllowed is the guardrail on taking over a pre-existing bucket: only
-// namespaces that the store's guardrails.adoptionAllowedNamespaces selects may.
-func (r *StorageBucketReconciler) checkAdoptionAllowed(ctx context.Context, scope *bucketScope) error {
-	sel := scope.store.Spec.Guardrails.AdoptionAllowedNamespaces
-	if sel == nil {
-		return terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q allows no adoption of existing buckets (guardrails.adoptionAllowedNamespaces is unset)",
-			scope.bucket, scope.store.Name)
-	}
-	ok, err := r.namespaceSelected(ctx, sel, scope.sb.Namespace)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q's guardrails.adoptionAllowedNamespaces does not select namespace %q",
-			scope.bucket, scope.store.Name, scope.sb.Namespace)
-	}
-	return nil
-}

@@ -242,6 +242,9 @@ func newFixture(t *testing.T, server *testenv.S3Server, mutate ...func(*bkv1.Obj
 			ForcePathStyle:       true,
 			CredentialsSecretRef: &bkv1.SecretReference{Namespace: f.ns, Name: "store-credentials"},
 			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 5 * time.Second}},
+			// As the store's admin would set it where ListBuckets does not name the
+			// account that owns the operator's buckets.
+			Guardrails: bkv1.StoreGuardrails{AdoptionBucketOwner: server.BucketOwnerID},
 		},
 	}
 	for _, m := range mutate {

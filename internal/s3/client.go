@@ -34,10 +34,14 @@ type Client interface {
 	HeadBucket(ctx context.Context, bucket string) (region string, err error)
 	// DeleteBucket deletes an empty bucket (KindNotEmpty otherwise).
 	DeleteBucket(ctx context.Context, bucket string) error
-	// BucketOwners returns who owns bucket and who the credentials act for, by
-	// the store's canonical IDs: what decides whether a bucket without tags
-	// may be adopted (see Owners).
-	BucketOwners(ctx context.Context, bucket string) (Owners, error)
+	// BucketOwner returns the canonical ID of bucket's owner (its ACL's
+	// Owner), "" when the store names none: what decides whether a bucket
+	// without tags may be adopted.
+	BucketOwner(ctx context.Context, bucket string) (string, error)
+	// CallerOwner returns the canonical ID ListBuckets gives as the owner of
+	// the caller's buckets. Whether it equals BucketOwner of those buckets
+	// depends on the store (see owner.go).
+	CallerOwner(ctx context.Context) (string, error)
 
 	// GetBucketTagging returns the bucket's tags; no tags is an empty,
 	// non-nil map.

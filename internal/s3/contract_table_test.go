@@ -35,7 +35,7 @@ const (
 	rowCreate            = "Create a bucket"
 	rowCreateOwnAgain    = "Create it again (its owner)"
 	rowCreateOthers      = "Create another identity's bucket"
-	rowOwners            = "Bucket owner comparable with the caller"
+	rowOwners            = "Adoption compares the ACL owner with"
 	rowTags              = "Bucket tags (ownership)"
 	rowVersioning        = "Versioning"
 	rowLifecycle         = "Lifecycle rules"

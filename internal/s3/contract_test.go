@@ -31,15 +31,15 @@ type expectations struct {
 
 // What BucketOwners tells, per store (the "bucket owners" case).
 const (
-	// ownersByAccount: the caller's bucket is owned by the caller's ID, the second
-	// identity's by another: ownership could decide adoption.
-	ownersByAccount = "yes: by account"
+	// ownersByAccount: the caller's bucket is owned by the ID ListBuckets gives for
+	// the caller, the second identity's by another: adoption checks against it.
+	ownersByAccount = "ListBuckets' owner"
 	// ownersSameAccount: as ownersByAccount, but the second identity is of the
 	// caller's own account, so its buckets are the caller's too.
-	ownersSameAccount = "yes: by account (the second identity is an IAM user of the same account)"
+	ownersSameAccount = "ListBuckets' owner (the second identity is an IAM user of the same account, so its buckets are adoptable)"
 	// ownersNotComparable: the bucket's owner is an account while ListBuckets names
-	// the caller's identity, so S3 alone cannot say a bucket is the caller's.
-	ownersNotComparable = "no: bucket owner is the account, ListBuckets names the identity"
+	// the caller's identity, so only the store admin can say which owner is ours.
+	ownersNotComparable = "`guardrails.adoptionBucketOwner`: ACLs name the account, ListBuckets the identity"
 )
 
 // Common to all three (SeaweedFS mini at hack/peers' pinned version, versitygw

@@ -87,6 +87,12 @@ type S3Server struct {
 	AdminOpsAccessKeyID     string
 	AdminOpsSecretAccessKey string
 
+	// BucketOwnerID is the owner bucket ACLs name for buckets AccessKeyID creates,
+	// where ListBuckets names another (the identity, not its account): the value
+	// for an ObjectStore's guardrails.adoptionBucketOwner. SeaweedFS: the
+	// identity's account; RGW: our account's ID; Versity: "" (not needed).
+	BucketOwnerID string
+
 	// OtherAccountID (RGW only) is the second account's ID, for policies that name it
 	// as a principal (arn:aws:iam::<id>:root).
 	OtherAccountID string
@@ -154,6 +160,7 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		s.AdminOpsSecretAccessKey = randomString(40, anyAlnum)
 	}
 	if kind == SeaweedFS {
+		s.BucketOwnerID = seaweedAccountID
 		s.ScopedBucket = "scoped-" + randomString(12, lowerAlnum)
 		s.ScopedAccessKeyID = randomString(20, upperAlnum)
 		s.ScopedSecretAccessKey = randomString(40, anyAlnum)

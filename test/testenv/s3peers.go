@@ -88,6 +88,10 @@ func (s *S3Server) configureWeed() error {
 	return nil
 }
 
+// seaweedAccountID is the SeaweedFS account of the harness's main and scoped
+// identities: the owner their buckets' ACLs name.
+const seaweedAccountID = "bucketkeeper"
+
 // weedS3Config is SeaweedFS's static identities file (-s3.config). Creating a
 // bucket needs the Admin action, so both identities have it; they sit in
 // different accounts, and a bucket records the identity that created it, so one
@@ -119,11 +123,11 @@ func weedS3Config(s *S3Server) any {
 	}
 	return map[string]any{"identities": []identity{
 		{Name: "bucketkeeper-admin", Credentials: []cred{{s.AccessKeyID, s.SecretAccessKey}}, Actions: actions,
-			Account: account{ID: "bucketkeeper", DisplayName: "bucketkeeper"}},
+			Account: account{ID: seaweedAccountID, DisplayName: seaweedAccountID}},
 		{Name: "other-tenant", Credentials: []cred{{s.OtherAccessKeyID, s.OtherSecretAccessKey}}, Actions: actions,
 			Account: account{ID: "other-tenant", DisplayName: "other-tenant"}},
 		{Name: "bucket-scoped", Credentials: []cred{{s.ScopedAccessKeyID, s.ScopedSecretAccessKey}}, Actions: scoped,
-			Account: account{ID: "bucketkeeper", DisplayName: "bucketkeeper"}},
+			Account: account{ID: seaweedAccountID, DisplayName: seaweedAccountID}},
 	}}
 }
 

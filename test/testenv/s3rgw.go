@@ -284,7 +284,7 @@ func (s *S3Server) stopRGWClusterLocked() error {
 // by side, one chain per identity (each call costs a cluster connection, ~0.5 s).
 func (s *S3Server) createRGWIdentities(ctx context.Context) error {
 	ours, others := rgwAccountID(), rgwAccountID()
-	s.OtherAccountID = others
+	s.BucketOwnerID, s.OtherAccountID = ours, others
 	chains := [][][]string{
 		{{"user", "create", "--uid", "bucketkeeper-root", "--display-name", "bucketkeeper", "--account-id", ours,
 			"--account-root", "--access-key", s.AccessKeyID, "--secret-key", s.SecretAccessKey}},
