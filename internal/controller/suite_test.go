@@ -54,13 +54,9 @@ var (
 )
 
 // stores are the real S3 servers of the suite, for the tests whose outcome the store's
-// behaviour decides: they run once on each.
-func stores() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity} }
-
-// allStores adds Ceph RGW, for the attack tests: what a tenant or a key it was handed can
-// do is decided by each store's own rules, so they run on every store of the suite. (The
-// other store-dependent tests still run on stores(): RGW joins them once each passes there.)
-func allStores() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity, rgw} }
+// behaviour decides (what a tenant or a key it was handed can do, how keys are issued,
+// rotated and revoked, how a bucket is emptied): they run once on each.
+func stores() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity, rgw} }
 
 // syncInterval is short so drift correction and stalled-object resyncs happen within a
 // test; production defaults to 10m.
