@@ -193,6 +193,8 @@ func TestAdoptionGuardrail(t *testing.T) {
 	f := newFixture(t, "", func(s *bkv1.ObjectStore) {
 		s.Spec.BucketNamePrefix = prefix
 		s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"platform.example.com/adopt": "true"}}
+		// SeaweedFS's ACLs name the operator's account, not the identity ListBuckets names.
+		s.Spec.Guardrails.AdoptionBucketOwner = seaweed.BucketOwnerID
 	})
 	tenant := asTenant(t, f)
 	legacy := newAdminBucket(t, f, naming.LaneStem(prefix, f.ns)+"legacy")
