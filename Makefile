@@ -24,7 +24,7 @@ all: build
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the +kubebuilder markers; copy CRDs, alerts and dashboards into the chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=bucketkeeper-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=bucketkeeper-manager paths="./internal/controller/...;./internal/store/..." output:rbac:artifacts:config=config/rbac
 	cp config/crd/bases/*.yaml charts/bucketkeeper/crds/
 	@# charts/bucketkeeper/files holds only copies of config/prometheus: never edit it.
 	rm -rf charts/bucketkeeper/files && mkdir -p charts/bucketkeeper/files/dashboards

@@ -109,6 +109,8 @@ const (
 	LabelSecretRole       = "bucketkeeper.io/secret-role"
 	SecretRoleConnection  = "connection"
 	SecretRoleCredentials = "credentials"
+	// SecretRoleAccess marks the Secrets BucketAccesses write.
+	SecretRoleAccess = "access"
 	// LabelStorageBucket marks a connection Secret with the StorageBucket it belongs to.
 	LabelStorageBucket = "bucketkeeper.io/storagebucket"
 )
@@ -118,3 +120,11 @@ const (
 // (--shard-count above 1) agree which of them health-checks a store:
 // bucketkeeper-store-<store name>.
 const StoreLeasePrefix = "bucketkeeper-store-"
+
+// LabelCachedDataDigest is the label under which the manager's cached copy of a
+// connection Secret carries the digest of the data the cache dropped. It exists only in
+// the cache: it is computed from the data the API server sent, so nothing written on the
+// server can forge it, and it is removed before a cached copy is written back. A label
+// rather than an annotation because every connection Secret has labels already: no
+// second map per Secret.
+const LabelCachedDataDigest = "bucketkeeper.io/cached-data-sha256"

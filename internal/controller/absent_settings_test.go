@@ -23,6 +23,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -270,12 +271,12 @@ func newHandReconciler(t *testing.T, clk clock.PassiveClock, syncInterval time.D
 
 // countingStores is a store registry whose clients count their S3 calls per bucket and
 // operation in calls, and pass every HTTP request's operation to observe.
-func countingStores(calls *bucketCalls, observe func(op string)) *controller.StoreRegistry {
+func countingStores(calls *bucketCalls, observe func(op string)) *stores.Registry {
 	factory := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 		c, err := s3.New(ctx, cfg)
 		return countingClient{Client: c, calls: calls}, err
 	}
-	return &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: factory,
+	return &stores.Registry{Client: k8s, APIReader: k8s, Factory: factory,
 		Observer: func(_, op string, _ int, _ error) { observe(op) }}
 }
 

@@ -18,6 +18,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // AccessCollector deletes the IAM users of this cluster that no BucketAccess grants
@@ -40,7 +41,7 @@ type AccessCollector struct {
 	// APIReader reads the API server, across shards and namespaces: no user is
 	// deleted on the cache's word alone.
 	APIReader client.Reader
-	Access    *AccessProviders
+	Access    *stores.AccessProviders
 	Recorder  events.EventRecorder
 	Clock     clock.WithTicker
 	ClusterID string
@@ -49,7 +50,7 @@ type AccessCollector struct {
 	Interval time.Duration
 	// Leases, with several shards, limits the collector to the stores whose
 	// health-check Lease this shard holds; nil: every store.
-	Leases *StoreLeases
+	Leases *stores.Leases
 	// OnRevoked hears of each deleted user that belonged to a live access, so the
 	// BucketAccess controller forgets what it last wrote for it; may be nil.
 	OnRevoked func(types.UID)
@@ -100,15 +101,15 @@ func (c *AccessCollector) interval() time.Duration {
 // next one is.
 func (c *AccessCollector) collectDue(ctx context.Context) time.Duration {
 	next := c.interval()
-	stores := &bkv1.ObjectStoreList{}
-	if err := c.Client.List(ctx, stores); err != nil {
+	list := &bkv1.ObjectStoreList{}
+	if err := c.Client.List(ctx, list); err != nil {
 		log.FromContext(ctx).Error(err, "listing ObjectStores for the access collector")
 		return min(next, 10*time.Second)
 	}
 	seen := map[string]bool{}
-	for i := range stores.Items {
-		store := &stores.Items[i]
-		if accessProviderOf(store) != bkv1.AccessProviderIAM || !store.DeletionTimestamp.IsZero() {
+	for i := range list.Items {
+		store := &list.Items[i]
+		if stores.AccessProviderOf(store) != bkv1.AccessProviderIAM || !store.DeletionTimestamp.IsZero() {
 			continue
 		}
 		seen[store.Name] = true

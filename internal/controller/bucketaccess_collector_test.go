@@ -33,7 +33,7 @@ import (
 // sees it go. The collector deletes the user all the same: the key is refused, the
 // user is not listed, and the other tenant's key and data are untouched.
 func TestAccessCollectorRevokesAnAccessDeletedWithoutItsFinalizer(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			testFinalizerStripped(t, srv)
@@ -119,7 +119,7 @@ func TestAccessCollectorRevokesOnTheStoreAnAccessLeft(t *testing.T) {
 // StorageBucket is deleted. The controller finds no key in the status to revoke;
 // the collector deletes the user.
 func TestAccessCollectorRevokesAKeyItsStatusNeverRecorded(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			testStatusNeverWritten(t, srv)

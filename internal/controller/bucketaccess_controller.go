@@ -19,6 +19,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses,verbs=get;list;watch;update;patch
@@ -34,8 +35,8 @@ import (
 type BucketAccessReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	Stores   *StoreRegistry
-	Access   *AccessProviders
+	Stores   *stores.Registry
+	Access   *stores.AccessProviders
 	Clock    clock.PassiveClock
 	// ClusterID goes into every IAM user name, so that several clusters can share an
 	// account and each knows its users by name.
@@ -267,7 +268,7 @@ func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.B
 		log.FromContext(ctx).Info("no store to revoke the credentials on", "store", storeName)
 	case err != nil:
 		return ctrl.Result{}, err
-	case accessProviderOf(store) == bkv1.AccessProviderIAM:
+	case stores.AccessProviderOf(store) == bkv1.AccessProviderIAM:
 		driver, err := r.Access.DriverFor(ctx, store)
 		if err != nil {
 			return ctrl.Result{}, err

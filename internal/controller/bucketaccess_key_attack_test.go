@@ -25,7 +25,7 @@ import (
 // runs, and the bucket's tags, policy, versioning and data are as the operator left
 // them; the key still does what it was given (write and read an object).
 func TestHandedOutKeyCannotReconfigureItsBucket(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, srv, withIAMOn(srv))

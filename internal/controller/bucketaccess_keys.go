@@ -14,6 +14,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // pendingKey is a key created and not yet proven to work. Its secret lives only
@@ -182,7 +183,7 @@ func (r *BucketAccessReconciler) promote(ctx context.Context, s *accessScope, p 
 func (r *BucketAccessReconciler) tryKey(ctx context.Context, s *accessScope, key iam.AccessKey) error {
 	c, err := r.Stores.Factory(ctx, s3.Config{
 		Endpoint:              s.store.Spec.Endpoint,
-		Region:                storeRegion(s.store),
+		Region:                stores.Region(s.store),
 		ForcePathStyle:        s.store.Spec.ForcePathStyle,
 		AccessKeyID:           key.ID,
 		SecretAccessKey:       key.Secret,

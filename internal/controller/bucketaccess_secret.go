@@ -14,6 +14,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // currentAccessSecret returns the access's Secret, nil when there is none. A
@@ -48,11 +49,11 @@ func (r *BucketAccessReconciler) writeAccessSecretFrom(ctx context.Context, s *a
 // Kubernetes removes it with the access.
 func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
 	ba := s.ba
-	endpoint := endpointOf(s.store, storeRegion(s.store))
+	endpoint := endpointOf(s.store, stores.Region(s.store))
 	data := map[string][]byte{
 		bkv1.AccessSecretKeyAccessKeyID: []byte(keyID),
 		bkv1.AccessSecretKeySecretKey:   []byte(secretKey),
-		bkv1.AccessSecretKeyRegion:      []byte(storeRegion(s.store)),
+		bkv1.AccessSecretKeyRegion:      []byte(stores.Region(s.store)),
 		bkv1.AccessSecretKeyEndpoint:    []byte(endpoint),
 		bkv1.AccessSecretKeyBucketNames: []byte(strings.Join(s.names, ",")),
 	}
@@ -102,7 +103,7 @@ func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
 		secret.Labels = map[string]string{}
 	}
 	secret.Labels[bkv1.LabelManagedBy] = bkv1.LabelManagedByValue
-	secret.Labels[bkv1.LabelSecretRole] = SecretRoleAccess
+	secret.Labels[bkv1.LabelSecretRole] = bkv1.SecretRoleAccess
 	secret.Labels[bkv1.LabelBucketAccess] = naming.LabelValue(ba.Name)
 }
 

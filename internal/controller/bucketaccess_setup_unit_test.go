@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // recordingManager keeps the controllers added to it instead of running them.
@@ -74,7 +75,7 @@ func TestBucketAccessWorkersFollowConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	buckets := newRecordingManager(t)
-	if err := (&StorageBucketReconciler{Stores: &StoreRegistry{}}).SetupWithManager(buckets, concurrency); err != nil {
+	if err := (&StorageBucketReconciler{Stores: &stores.Registry{}}).SetupWithManager(buckets, concurrency); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := workersOf(t, access), workersOf(t, buckets); got != want || got != concurrency {

@@ -27,7 +27,7 @@ import (
 // buckets nor change policies; a ReadOnly access cannot write; a rotation ends with
 // one working key in the Secret; deleting an access revokes its key.
 func TestBucketAccessTenants(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			testBucketAccessTenants(t, srv)
@@ -303,7 +303,7 @@ func userNames(t *testing.T, srv *testenv.S3Server) []string {
 // continuously (and re-reads the Secret on a refusal) loses no write; deleting one of
 // its StorageBuckets revokes the key at once, although the bucket is retained.
 func TestBucketAccessSpansBucketsRotatesUnderLoadAndFollowsItsBuckets(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			testBucketAccessSpans(t, srv)
@@ -408,7 +408,7 @@ func TestStorageBucketImplicitAccess(t *testing.T) {
 // access's key is revoked, its Secret deleted and the condition says why; once the
 // namespace is allowed again, a new key is issued.
 func TestBucketAccessRevokedWhileItsBucketIsRefused(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) {
 			t.Parallel()
 			testRevokedWhileRefused(t, srv)

@@ -24,6 +24,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // These tests add to the integration tests against real servers: an in-memory IAM
@@ -229,12 +230,12 @@ func newAccessRig(t *testing.T) *accessRig {
 
 // reconciler is a fresh operator process: no memory of earlier ones.
 func (r *accessRig) reconciler() *BucketAccessReconciler {
-	stores := &StoreRegistry{Client: r.c, APIReader: r.c, Factory: func(_ context.Context, cfg s3.Config) (s3.Client, error) {
+	registry := &stores.Registry{Client: r.c, APIReader: r.c, Factory: func(_ context.Context, cfg s3.Config) (s3.Client, error) {
 		return keyChecker{m: r.mem, id: cfg.AccessKeyID, secret: cfg.SecretAccessKey}, nil
 	}}
 	return &BucketAccessReconciler{
-		Client: r.c, Recorder: events.NewFakeRecorder(1000), Stores: stores, Clock: r.clock,
-		Access:    &AccessProviders{Stores: stores, Factory: func(context.Context, iam.Config) (iam.Driver, error) { return r.mem, nil }},
+		Client: r.c, Recorder: events.NewFakeRecorder(1000), Stores: registry, Clock: r.clock,
+		Access:    &stores.AccessProviders{Stores: registry, Factory: func(context.Context, iam.Config) (iam.Driver, error) { return r.mem, nil }},
 		ClusterID: "test", KeyGrace: 10 * time.Minute, SyncInterval: time.Hour,
 	}
 }

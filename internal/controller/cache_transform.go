@@ -16,14 +16,6 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// cachedDataDigest is the label under which the cached copy of a connection Secret
-// carries the digest of the data the cache dropped (see TransformSecret). It exists only
-// in the cache: it is computed from the data the API server sent, so nothing written on
-// the server can forge it, and it is removed before a cached copy is written back. A
-// label rather than an annotation because every connection Secret has labels already:
-// no second map per Secret.
-const cachedDataDigest = "bucketkeeper.io/cached-data-sha256"
-
 // lastAppliedAnnotation is kubectl's copy of the whole object as last applied: often
 // the largest thing in its metadata, and never read by a reconcile.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
@@ -52,7 +44,7 @@ func TransformStorageBucket() toolscache.TransformFunc {
 // bkv1.LabelSecretRole with one of its values, and a tenant can label its own Secrets so:
 // whatever a tenant writes into such a Secret must not reach the manager's memory. So a
 // cached Secret is a bounded summary of the server's copy, whoever wrote it:
-//   - no data, only its digest (cachedDataDigest); an access Secret also keeps the key
+//   - no data, only its digest (bkv1.LabelCachedDataDigest); an access Secret also keeps the key
 //     pair it holds while that is key-sized (the reconcile resumes from it);
 //   - the operator's own labels, then other labels and annotations up to
 //     maxCachedMetadata bytes each, at most maxCachedOwnerRefs owner references, no
@@ -61,10 +53,10 @@ func TransformStorageBucket() toolscache.TransformFunc {
 //     whole object first (liveSecret) instead of sending back a shortened copy.
 //
 // The data of the credentials Secrets ObjectStores name is read from the API server once
-// per version (StoreRegistry.secretData): those are few and the platform team's.
+// per version (stores.Registry.secretData): those are few and the platform team's.
 
 // cachedTruncated marks a cached Secret whose labels, annotations or owner references
-// were shortened. Like cachedDataDigest it exists only in the cache.
+// were shortened. Like bkv1.LabelCachedDataDigest it exists only in the cache.
 const cachedTruncated = "bucketkeeper.io/cached-truncated"
 
 // Bounds of one cached Secret's metadata besides the operator's own labels: enough for
@@ -102,7 +94,7 @@ func summarizeSecret(s *corev1.Secret) *corev1.Secret {
 		}
 	}
 	others, cut := boundedMap(s.Labels, func(k string) bool {
-		return slices.Contains(ownLabels, k) || k == cachedDataDigest || k == cachedTruncated
+		return slices.Contains(ownLabels, k) || k == bkv1.LabelCachedDataDigest || k == cachedTruncated
 	})
 	truncated = truncated || cut
 	maps.Copy(labels, others)
@@ -115,12 +107,12 @@ func summarizeSecret(s *corev1.Secret) *corev1.Secret {
 	if len(s.Finalizers) > 0 {
 		truncated = true
 	}
-	labels[cachedDataDigest] = connectionDataDigest(s.Data)
+	labels[bkv1.LabelCachedDataDigest] = connectionDataDigest(s.Data)
 	if truncated {
 		labels[cachedTruncated] = "true"
 	}
 	var data map[string][]byte
-	if s.Labels[bkv1.LabelSecretRole] == SecretRoleAccess {
+	if s.Labels[bkv1.LabelSecretRole] == bkv1.SecretRoleAccess {
 		data = keyPairOf(s.Data)
 	}
 	return &corev1.Secret{
@@ -187,11 +179,11 @@ func keyPairOf(data map[string][]byte) map[string][]byte {
 // cache's own labels, so that the copy can be changed and written. A copy read past the
 // cache has its data, and its digest is computed.
 func cachedDigest(s *corev1.Secret) string {
-	digest, ok := s.Labels[cachedDataDigest]
+	digest, ok := s.Labels[bkv1.LabelCachedDataDigest]
 	if !ok {
 		digest = connectionDataDigest(s.Data)
 	}
-	delete(s.Labels, cachedDataDigest)
+	delete(s.Labels, bkv1.LabelCachedDataDigest)
 	delete(s.Labels, cachedTruncated)
 	return digest
 }

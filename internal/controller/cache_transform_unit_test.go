@@ -31,7 +31,7 @@ func TestTransformSecret(t *testing.T) {
 	}
 
 	creds := cached(secret(bkv1.SecretRoleCredentials, map[string][]byte{"accessKeyID": []byte("id")}))
-	if creds.Data != nil || creds.Labels[cachedDataDigest] != connectionDataDigest(map[string][]byte{"accessKeyID": []byte("id")}) || creds.ManagedFields != nil {
+	if creds.Data != nil || creds.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(map[string][]byte{"accessKeyID": []byte("id")}) || creds.ManagedFields != nil {
 		t.Fatalf("credentials Secret cached as %+v", creds)
 	}
 
@@ -39,18 +39,18 @@ func TestTransformSecret(t *testing.T) {
 	if a.Data != nil || a.ManagedFields != nil {
 		t.Fatalf("connection Secret cached with data or managedFields: %+v", a)
 	}
-	if a.Labels[cachedDataDigest] != connectionDataDigest(map[string][]byte{"a": []byte("bc")}) {
-		t.Fatalf("digest %q is not the data's", a.Labels[cachedDataDigest])
+	if a.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(map[string][]byte{"a": []byte("bc")}) {
+		t.Fatalf("digest %q is not the data's", a.Labels[bkv1.LabelCachedDataDigest])
 	}
 	// Key and value boundaries count: "a"+"bc" is not "ab"+"c".
 	b := cached(secret(bkv1.SecretRoleConnection, map[string][]byte{"ab": []byte("c")}))
-	if a.Labels[cachedDataDigest] == b.Labels[cachedDataDigest] {
+	if a.Labels[bkv1.LabelCachedDataDigest] == b.Labels[bkv1.LabelCachedDataDigest] {
 		t.Fatal("two different data hash alike")
 	}
 	// What the server says is overwritten: a forged digest never survives.
 	forged := secret(bkv1.SecretRoleConnection, map[string][]byte{"ab": []byte("c")})
-	forged.Labels[cachedDataDigest] = a.Labels[cachedDataDigest]
-	if cached(forged).Labels[cachedDataDigest] != b.Labels[cachedDataDigest] {
+	forged.Labels[bkv1.LabelCachedDataDigest] = a.Labels[bkv1.LabelCachedDataDigest]
+	if cached(forged).Labels[bkv1.LabelCachedDataDigest] != b.Labels[bkv1.LabelCachedDataDigest] {
 		t.Fatal("a digest label from the server survived the transform")
 	}
 }
@@ -60,7 +60,7 @@ func TestTransformSecret(t *testing.T) {
 // is marked so that no write sends back the shortened copy.
 func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
-	labels := map[string]string{bkv1.LabelSecretRole: SecretRoleAccess, bkv1.LabelBucketAccess: "app"}
+	labels := map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleAccess, bkv1.LabelBucketAccess: "app"}
 	annotations := map[string]string{}
 	for i := range 2000 {
 		labels[fmt.Sprintf("tenant.example/l%04d", i)] = strings.Repeat("v", 63)
@@ -90,7 +90,7 @@ func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	if size > 2*maxCachedMetadata+1024 {
 		t.Errorf("cached labels and annotations are %d bytes, want at most %d", size, 2*maxCachedMetadata+1024)
 	}
-	if got.Labels[bkv1.LabelSecretRole] != SecretRoleAccess || got.Labels[bkv1.LabelBucketAccess] != "app" {
+	if got.Labels[bkv1.LabelSecretRole] != bkv1.SecretRoleAccess || got.Labels[bkv1.LabelBucketAccess] != "app" {
 		t.Errorf("the operator's own labels were not kept: %v", got.Labels)
 	}
 	if len(got.OwnerReferences) != maxCachedOwnerRefs || !metav1.IsControlledBy(got, &metav1.ObjectMeta{UID: "u"}) {
@@ -101,17 +101,17 @@ func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	}
 
 	// The key pair of a real access Secret is kept: the reconcile resumes from it.
-	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{bkv1.LabelSecretRole: SecretRoleAccess}},
+	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleAccess}},
 		Data: map[string][]byte{bkv1.AccessSecretKeyAccessKeyID: []byte("AKIA1"), bkv1.AccessSecretKeySecretKey: []byte("secret"), bkv1.AccessSecretKeyRegion: []byte("r")}}
 	got = summarizeSecret(s)
 	if len(got.Data) != 2 || string(got.Data[bkv1.AccessSecretKeyAccessKeyID]) != "AKIA1" || got.Labels[cachedTruncated] != "" {
 		t.Errorf("access Secret cached as %v %v", got.Data, got.Labels)
 	}
-	if got.Labels[cachedDataDigest] != connectionDataDigest(s.Data) {
+	if got.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(s.Data) {
 		t.Error("the digest is not of the whole data")
 	}
 	// cachedDigest hands back the digest and leaves a copy fit to write.
-	if d := cachedDigest(got); d != connectionDataDigest(s.Data) || got.Labels[cachedDataDigest] != "" {
+	if d := cachedDigest(got); d != connectionDataDigest(s.Data) || got.Labels[bkv1.LabelCachedDataDigest] != "" {
 		t.Errorf("cachedDigest = %q, labels %v", d, got.Labels)
 	}
 }

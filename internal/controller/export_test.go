@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 )
 
 // PatchStorageBucketMetadata exposes patchMetadata to the black-box tests.
@@ -14,10 +15,10 @@ func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.S
 }
 
 // MinCheckGap exposes the shortest gap between two health checks of one store.
-const MinCheckGap = minCheckGap
+const MinCheckGap = defaults.MinStoreCheckGap
 
 // ConnectionDataDigest and CachedDataDigest expose the cache's digest of a connection
 // Secret's data to the black-box tests.
 var ConnectionDataDigest = connectionDataDigest
 
-const CachedDataDigest = cachedDataDigest
+const CachedDataDigest = bkv1.LabelCachedDataDigest

@@ -15,6 +15,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // TestKstatusFollowsTheGeneration: a spec change the controller has not yet seen reads
@@ -28,7 +29,7 @@ func TestKstatusFollowsTheGeneration(t *testing.T) {
 		sb.Labels = map[string]string{isolatedLabel: "true"} // the suite's manager leaves it alone
 	})
 	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Clock: clock.RealClock{},
-		Stores: &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: s3.New}, SyncInterval: time.Hour, ClusterID: clusterID}
+		Stores: &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New}, SyncInterval: time.Hour, ClusterID: clusterID}
 	key := client.ObjectKeyFromObject(sb)
 	reconcileIsolated(t, r, key)
 

@@ -18,7 +18,9 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores,verbs=get;list;watch;update;patch
@@ -34,7 +36,7 @@ type ObjectStoreReconciler struct {
 	// APIReader lists across shards (see reconcileDelete).
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Stores    *StoreRegistry
+	Stores    *stores.Registry
 	Clock     clock.PassiveClock
 	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
 	Heartbeat     time.Duration
@@ -43,13 +45,13 @@ type ObjectStoreReconciler struct {
 	// deleted, for the per-store gauge; may be nil.
 	OnHealth func(store string, ready *bool)
 	// Budget receives this shard's part of each store's request budget (see
-	// StoreRegistry.Budget), so probes are paced by it; may be nil.
+	// stores.Registry.Budget), so probes are paced by it; may be nil.
 	Budget func(store string, perSecond float64, burst int)
 	// Leases, when several shards share the stores, elects the one that checks each
-	// store (see StoreLeases); nil: this instance checks every store.
-	Leases *StoreLeases
+	// store (see stores.Leases); nil: this instance checks every store.
+	Leases *stores.Leases
 	// Access checks stores whose accessProvider is IAM; may be nil.
-	Access *AccessProviders
+	Access *stores.AccessProviders
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
 	ReconcileTimeout time.Duration
 
@@ -57,17 +59,13 @@ type ObjectStoreReconciler struct {
 	lastChecked map[string]time.Time
 }
 
-// minCheckGap bounds health checks of one store, however many probes ask for one: while
-// a store is down the operator sends it about one request per second at most.
-const minCheckGap = time.Second
-
 // checkAllowed says whether a store may be checked now, or how long to wait.
 func (r *ObjectStoreReconciler) checkAllowed(store string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.Clock.Now()
-	if last, ok := r.lastChecked[store]; ok && now.Sub(last) < minCheckGap {
-		return minCheckGap - now.Sub(last)
+	if last, ok := r.lastChecked[store]; ok && now.Sub(last) < defaults.MinStoreCheckGap {
+		return defaults.MinStoreCheckGap - now.Sub(last)
 	}
 	if r.lastChecked == nil {
 		r.lastChecked = map[string]time.Time{}
@@ -86,7 +84,7 @@ func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	})
 }
 
-// reconcileNormal checks the store's health, at most once per minCheckGap, and comes
+// reconcileNormal checks the store's health, at most once per defaults.MinStoreCheckGap, and comes
 // back after the store's health-check interval.
 func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
 	interval := defaults.StoreHealthCheckInterval
@@ -101,7 +99,7 @@ func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if r.Leases != nil {
-		held, wait, err := r.Leases.Hold(ctx, store, storeLeaseDuration(interval))
+		held, wait, err := r.Leases.Hold(ctx, store, stores.LeaseDuration(interval))
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("taking the health-check Lease of store %s: %w", store.Name, err)
 		}
@@ -243,4 +241,29 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 	}
 	err := patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// checkAccessProvider sets the store's AccessProviderReady condition: for IAM, a
+// signed ListUsers of one item proves the endpoint answers and the operator may
+// manage users; other providers carry no condition.
+func (r *ObjectStoreReconciler) checkAccessProvider(ctx context.Context, store *bkv1.ObjectStore) {
+	if r.Access == nil || stores.AccessProviderOf(store) != bkv1.AccessProviderIAM {
+		removeCondition(&store.Status.Conditions, bkv1.ConditionAccessProviderReady)
+		return
+	}
+	status, reason, message := metav1.ConditionTrue, bkv1.ReasonReady, "the IAM endpoint answers and lets the operator manage users"
+	d, err := r.Access.DriverFor(ctx, store)
+	if err == nil {
+		err = d.Check(ctx)
+	}
+	if err != nil {
+		status, reason, message = metav1.ConditionFalse, bkv1.ReasonAccessProviderUnavailable, fmt.Sprintf("IAM check failed: %v", err)
+		switch iam.KindOf(err) {
+		case iam.KindAccessDenied:
+			reason = bkv1.ReasonAccessDenied
+		case iam.KindInvalidCredentials:
+			reason = bkv1.ReasonCredentialsInvalid
+		}
+	}
+	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionAccessProviderReady, status, reason, message)
 }

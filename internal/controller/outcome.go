@@ -13,6 +13,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // stepError is how a sub-reconciler reports a failure: the condition reason a person
@@ -54,7 +55,7 @@ func asStepError(err error, doing string) *stepError {
 	if errors.As(err, &se) {
 		return se
 	}
-	var store *StoreError
+	var store *stores.Error
 	if errors.As(err, &store) {
 		return &stepError{Reason: store.Reason, Message: store.Message, Terminal: true, Err: err}
 	}

@@ -15,6 +15,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 func TestAsStepErrorKinds(t *testing.T) {
@@ -76,8 +77,8 @@ func TestAsStepErrorKinds(t *testing.T) {
 
 func TestAsStepErrorOther(t *testing.T) {
 	plain := errors.New("something odd")
-	storeErr := &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: "Secret ns/creds not found"}
-	tlsStoreErr := &StoreError{Reason: bkv1.ReasonTLSError, Message: "cannot build a client"}
+	storeErr := &stores.Error{Reason: bkv1.ReasonCredentialsMissing, Message: "Secret ns/creds not found"}
+	tlsStoreErr := &stores.Error{Reason: bkv1.ReasonTLSError, Message: "cannot build a client"}
 	step := &stepError{Reason: bkv1.ReasonBucketNotEmpty, Message: "bucket is not empty", Err: plain}
 	waiting := waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for %s", "store")
 	terminal := terminalf(bkv1.ReasonOwnedByAnotherClaim, "owned by %s", "x/y")

@@ -16,6 +16,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -84,7 +85,7 @@ func TestEquivalentPolicyIsNotRewritten(t *testing.T) {
 			// A fresh reconciler: nothing remembered. It leaves the converged bucket
 			// until its slot within the sync interval, then compares every setting.
 			var ops []string
-			stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: s3.New,
+			stores := &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New,
 				Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 			recorder := events.NewFakeRecorder(10)
 			clk := clocktesting.NewFakeClock(time.Now())

@@ -33,7 +33,7 @@ import (
 // write, the policy it had, the tags it had, no anonymous read. A valid policy is then
 // accepted, and what the store holds is the canonical document.
 func TestTenantPolicyAttacks(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) { testTenantPolicyAttacks(t, srv) })
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -100,7 +101,7 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 	probes := 0 // the probes this reconciler ran, as its metric sees them
 	clk := clocktesting.NewFakeClock(time.Now())
 	sched := &dueLog{}
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+	stores := &stores.Registry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 		c, err := s3.New(ctx, cfg)
 		return countingHeads{Client: c, log: heads}, err
 	}}

@@ -19,6 +19,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 func TestProvisionBucketAndConnectionSecret(t *testing.T) {
@@ -110,7 +111,7 @@ func TestSecondReconcileChangesNothing(t *testing.T) {
 		},
 	})
 	var ops []string
-	stores := &controller.StoreRegistry{Client: wrapped, APIReader: counting, Factory: s3.New,
+	stores := &stores.Registry{Client: wrapped, APIReader: counting, Factory: s3.New,
 		Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 	clk := clocktesting.NewFakeClock(time.Now())
 	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(10), Stores: stores,

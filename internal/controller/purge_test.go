@@ -21,6 +21,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -43,7 +44,7 @@ func startUpload(ctx context.Context, t *testing.T, server *testenv.S3Server, bu
 // incomplete upload is aborted and the bucket deleted. Objects are added between passes
 // so that every pass has work, as a large bucket would.
 func TestPurgeReportsProgressEveryTenSeconds(t *testing.T) {
-	for _, server := range stores() {
+	for _, server := range everyStore() {
 		t.Run(string(server.Kind), func(t *testing.T) { purgeProgress(t, server) })
 	}
 }
@@ -59,7 +60,7 @@ func purgeProgress(t *testing.T, server *testenv.S3Server) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Factory: s3.New}
+	stores := &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New}
 	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: recorder, Stores: stores, Clock: clk,
 		SyncInterval: time.Hour, ClusterID: clusterID}
 	// The suite's manager leaves this one to r alone.

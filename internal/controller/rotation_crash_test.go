@@ -41,7 +41,7 @@ const rotationGrace = time.Second
 // in the Secret, that key working and every other key rejected; never more than two
 // keys on the store at any observation.
 func TestBucketAccessRotationSurvivesManagerKills(t *testing.T) {
-	for _, srv := range stores() {
+	for _, srv := range everyStore() {
 		for _, step := range []string{afterCreateKey, afterSecretWrite, afterDeleteOldKey} {
 			t.Run(string(srv.Kind)+"/"+step, func(t *testing.T) { testRotationKilledAt(t, srv, step) })
 		}

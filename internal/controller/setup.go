@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // Field indexes: every "which objects use this one" question is an index lookup, never a
@@ -88,7 +89,7 @@ func (r *StorageBucketReconciler) SetupWithManager(mgr ctrl.Manager, concurrency
 	if r.ProbeEvents != nil {
 		b = b.WatchesRawSource(r.ProbeEvents)
 	}
-	return b.Complete(&storeLimitedReconciler{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r, Workers: concurrency})
+	return b.Complete(&stores.SlotLimited{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r, Workers: concurrency})
 }
 
 // SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or

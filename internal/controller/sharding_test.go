@@ -22,6 +22,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // testShard is one operator deployment's ObjectStore reconciler, built as operator.New
@@ -45,7 +46,7 @@ type testShard struct {
 
 func newTestShard(t *testing.T, id, leaseNamespace, store string, shards int, clk *clocktesting.FakeClock) *testShard {
 	s := &testShard{t: t, store: store}
-	stores := &controller.StoreRegistry{Client: k8s, APIReader: k8s, Shards: shards,
+	registry := &stores.Registry{Client: k8s, APIReader: k8s, Shards: shards,
 		Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 			s.mu.Lock()
 			s.clientRate, s.clientBurst = float64(cfg.Limiter.Limit()), cfg.Limiter.Burst()
@@ -61,7 +62,7 @@ func newTestShard(t *testing.T, id, leaseNamespace, store string, shards int, cl
 		},
 	}
 	s.r = &controller.ObjectStoreReconciler{
-		Client: k8s, APIReader: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clk,
+		Client: k8s, APIReader: k8s, Recorder: events.NewFakeRecorder(100), Stores: registry, Clock: clk,
 		// No heartbeat write during the test: the suite's own manager checks the store
 		// too and must not meet these shards' status patches.
 		Heartbeat: time.Hour,
@@ -79,7 +80,7 @@ func newTestShard(t *testing.T, id, leaseNamespace, store string, shards int, cl
 				s.mu.Unlock()
 			}
 		},
-		Leases: &controller.StoreLeases{Client: k8s, Reader: k8s, Namespace: leaseNamespace, Identity: id, Clock: clk},
+		Leases: &stores.Leases{Client: k8s, Reader: k8s, Namespace: leaseNamespace, Identity: id, Clock: clk},
 	}
 	return s
 }
@@ -123,7 +124,7 @@ func TestShardsCheckAStoreOnce(t *testing.T) {
 	lease := func() *coordinationv1.Lease {
 		t.Helper()
 		l := &coordinationv1.Lease{}
-		must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: controller.StoreLeaseName(f.store)}, l))
+		must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: stores.LeaseName(f.store)}, l))
 		return l
 	}
 	expectLease := func(holder string, renewed time.Time) {
@@ -232,7 +233,7 @@ func TestStoreLeaseName(t *testing.T) {
 	long := strings.Repeat("a", 200)
 	names := map[string]bool{}
 	for _, store := range []string{"s3", "eu.west", long + "." + strings.Repeat("b", 52), long + "." + strings.Repeat("c", 52), long + strings.Repeat(".x", 26)} {
-		name := controller.StoreLeaseName(store)
+		name := stores.LeaseName(store)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			t.Errorf("the Lease name of store %q, %q, is invalid: %v", store, name, errs)
 		}
@@ -241,7 +242,7 @@ func TestStoreLeaseName(t *testing.T) {
 		}
 		names[name] = true
 	}
-	if got := controller.StoreLeaseName("s3"); got != bkv1.StoreLeasePrefix+"s3" {
+	if got := stores.LeaseName("s3"); got != bkv1.StoreLeasePrefix+"s3" {
 		t.Errorf("the Lease of store s3 is %q, want %q", got, bkv1.StoreLeasePrefix+"s3")
 	}
 }
@@ -261,9 +262,9 @@ func TestShardBudget(t *testing.T) {
 		{1, 1, 4, 0.25, 1},         // never a zero burst, which would refuse every request
 		{0, 0, 2, 0, 0},            // no budget stays no budget (unlimited)
 	} {
-		rate, burst := controller.ShardBudget(c.rate, c.burst, c.shards)
+		rate, burst := stores.ShardBudget(c.rate, c.burst, c.shards)
 		if rate != c.wantRate || burst != c.wantBurst {
-			t.Errorf("ShardBudget(%v, %d, %d) = %v, %d; want %v, %d", c.rate, c.burst, c.shards, rate, burst, c.wantRate, c.wantBurst)
+			t.Errorf("stores.ShardBudget(%v, %d, %d) = %v, %d; want %v, %d", c.rate, c.burst, c.shards, rate, burst, c.wantRate, c.wantBurst)
 		}
 	}
 }
@@ -295,7 +296,7 @@ func TestShardCountWiring(t *testing.T) {
 	defer func() { stopManager(); <-done }()
 	f.eventually(time.Minute, "the sharded manager to hold the store's Lease", func() error {
 		l := &coordinationv1.Lease{}
-		if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: controller.StoreLeaseName(f.store)}, l); err != nil {
+		if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: stores.LeaseName(f.store)}, l); err != nil {
 			return err
 		}
 		if got := ptr.Deref(l.Spec.HolderIdentity, ""); got != "shard-wiring" {

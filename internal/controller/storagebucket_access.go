@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses,verbs=create;delete
@@ -26,7 +27,7 @@ func implicitAccessSecretName(sb *bkv1.StorageBucket) string { return sb.Name + 
 func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
 	want := sb.Spec.Access == string(bkv1.AccessReadWrite) || sb.Spec.Access == string(bkv1.AccessReadOnly)
-	want = want && accessProviderOf(scope.store) == bkv1.AccessProviderIAM
+	want = want && stores.AccessProviderOf(scope.store) == bkv1.AccessProviderIAM
 
 	current := &bkv1.BucketAccess{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, current)

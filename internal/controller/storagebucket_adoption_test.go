@@ -28,7 +28,7 @@ import (
 // they differ and it is unset, even the operator's own bucket is refused: the
 // operator does not guess who it is.
 func TestAdoptionTakesOnlyItsAccountsBuckets(t *testing.T) {
-	for _, server := range stores() {
+	for _, server := range everyStore() {
 		t.Run(string(server.Kind), func(t *testing.T) {
 			t.Parallel()
 			adoptAll := func(s *bkv1.ObjectStore) {

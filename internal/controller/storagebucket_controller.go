@@ -17,6 +17,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=storagebuckets,verbs=get;list;watch;update;patch
@@ -33,7 +34,7 @@ import (
 type StorageBucketReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	Stores   *StoreRegistry
+	Stores   *stores.Registry
 	Clock    clock.PassiveClock
 	// ClusterID goes into every bucket's ownership tags, so that several clusters
 	// sharing a store never touch each other's buckets (see bkv1.TagCluster).

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // A probe that finds the bucket healthy writes nothing, so it should cost little more
@@ -152,14 +153,14 @@ func (r *StorageBucketReconciler) unchangedScope(ctx context.Context, sb *bkv1.S
 	if v, err := r.cachedVersion(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, &bkv1.BucketAccess{}); err != nil || v != rec.access {
 		return nil, false
 	}
-	if ref := store.Spec.ApplicationCredentialsSecretRef; ref != nil && accessProviderOf(store) == bkv1.AccessProviderStatic {
+	if ref := store.Spec.ApplicationCredentialsSecretRef; ref != nil && stores.AccessProviderOf(store) == bkv1.AccessProviderStatic {
 		if v, err := r.cachedVersion(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &corev1.Secret{}); err != nil || v != rec.appCredentials {
 			return nil, false
 		}
 	}
 	region := sb.Spec.Region
 	if region == "" {
-		region = storeRegion(store)
+		region = stores.Region(store)
 	}
 	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
 	if err != nil {

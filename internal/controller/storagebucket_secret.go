@@ -16,6 +16,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 func connectionSecretName(sb *bkv1.StorageBucket) string {
@@ -155,21 +156,21 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	}
 	addStoreTransport(data, scope.store)
 	ref := scope.store.Spec.ApplicationCredentialsSecretRef
-	if ref == nil || accessProviderOf(scope.store) != bkv1.AccessProviderStatic {
+	if ref == nil || stores.AccessProviderOf(scope.store) != bkv1.AccessProviderStatic {
 		return data, nil // IAM keys go to BucketAccess Secrets; None means no keys
 	}
-	app, err := r.Stores.secretData(ctx, ref)
+	app, err := r.Stores.SecretData(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	scope.appCredentialsVersion = app.resourceVersion
-	id, secret := app.data[bkv1.CredentialsKeyAccessKeyID], app.data[bkv1.CredentialsKeySecretAccessKey]
+	scope.appCredentialsVersion = app.ResourceVersion
+	id, secret := app.Data[bkv1.CredentialsKeyAccessKeyID], app.Data[bkv1.CredentialsKeySecretAccessKey]
 	if len(id) == 0 || len(secret) == 0 {
 		return nil, terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
 			types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)
 	}
 	data[bkv1.SecretKeyAWSAccessKeyID], data[bkv1.SecretKeyAWSSecretKey] = id, secret
-	if token := app.data[bkv1.CredentialsKeySessionToken]; len(token) > 0 {
+	if token := app.Data[bkv1.CredentialsKeySessionToken]; len(token) > 0 {
 		data[bkv1.SecretKeyAWSSessionToken] = token
 	}
 	return data, nil

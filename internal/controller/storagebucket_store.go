@@ -12,6 +12,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // reconcileStore finds the ObjectStore, checks that this namespace may use it and that
@@ -37,7 +38,7 @@ func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *buc
 	// Requests for the bucket are signed for the bucket's own region.
 	region := sb.Spec.Region
 	if region == "" {
-		region = storeRegion(store)
+		region = stores.Region(store)
 	}
 	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
 	if err != nil {

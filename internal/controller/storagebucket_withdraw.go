@@ -12,6 +12,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // guardrailReasons are the refusals of the platform team's guardrails: a claim refused
@@ -44,7 +45,7 @@ func (r *StorageBucketReconciler) checkSuspended(ctx context.Context, scope *buc
 	if err == nil {
 		region := sb.Spec.Region
 		if region == "" {
-			region = storeRegion(store)
+			region = stores.Region(store)
 		}
 		// Building the client sends nothing; only a withdrawal uses it.
 		if c, cerr := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace); cerr == nil {

@@ -17,7 +17,7 @@ import (
 // buckets off. The suspended claim is Stalled with the guardrail's reason, anonymous
 // reads stop working and the operator's policy is gone from the bucket; the data stays.
 func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
-	for _, server := range stores() {
+	for _, server := range everyStore() {
 		t.Run(string(server.Kind), func(t *testing.T) {
 			f := newFixture(t, server, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowPublicBuckets = true })
 			bucket := f.ns + "-pub"

@@ -53,10 +53,10 @@ var (
 	receiverSecret = []byte("suite-receiver-secret-0123456789")
 )
 
-// stores are the real S3 servers of the suite, for the tests whose outcome the store's
+// everyStore returns the real S3 servers of the suite, for the tests whose outcome the store's
 // behaviour decides (what a tenant or a key it was handed can do, how keys are issued,
 // rotated and revoked, how a bucket is emptied): they run once on each.
-func stores() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity, rgw} }
+func everyStore() []*testenv.S3Server { return []*testenv.S3Server{seaweed, versity, rgw} }
 
 // syncInterval is short so drift correction and stalled-object resyncs happen within a
 // test; production defaults to 10m.

@@ -107,5 +107,10 @@ const StoreHealthCheckTimeout = 10 * time.Second
 // holder keeps the Lease and a dead one is replaced within interval + grace.
 const StoreLeaseGrace = StoreHealthCheckTimeout + 20*time.Second
 
+// MinStoreCheckGap bounds health checks of one store, however many probes ask for one:
+// while a store is down the operator sends it about one request per second at most. A
+// shard that lost a race for a store's Lease looks again after it too.
+const MinStoreCheckGap = time.Second
+
 // LeaseCallTimeout bounds each API call for a store's health-check Lease.
 const LeaseCallTimeout = 10 * time.Second

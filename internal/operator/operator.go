@@ -32,6 +32,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // Scheme returns a scheme with the Kubernetes core types and bucketkeeper's API.
@@ -70,7 +71,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := controller.SetupBucketAccessIndexes(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
-	stores := &controller.StoreRegistry{
+	registry := &stores.Registry{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
 		Factory:               opts.S3Factory,
@@ -83,7 +84,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setupControllers(mgr, opts, stores, probing); err != nil {
+	if err := setupControllers(mgr, opts, registry, probing); err != nil {
 		return nil, err
 	}
 	if err := setupReceiver(mgr, opts); err != nil {
@@ -133,7 +134,7 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 // Secrets so; with a namespace or label selector only those objects.
 func cacheOptions(opts Options) (cache.Options, error) {
 	secretRole, err := labels.NewRequirement(bkv1.LabelSecretRole, selection.In,
-		[]string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, controller.SecretRoleAccess})
+		[]string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, bkv1.SecretRoleAccess})
 	if err != nil {
 		return cache.Options{}, err
 	}
@@ -244,8 +245,8 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 
 // setupControllers registers the ObjectStore, BucketAccess and StorageBucket
 // controllers.
-func setupControllers(mgr manager.Manager, opts Options, stores *controller.StoreRegistry, p probing) error {
-	access := &controller.AccessProviders{Stores: stores, Factory: opts.IAMFactory}
+func setupControllers(mgr manager.Manager, opts Options, registry *stores.Registry, p probing) error {
+	access := &stores.AccessProviders{Stores: registry, Factory: opts.IAMFactory}
 	leases, err := storeLeases(mgr, opts)
 	if err != nil {
 		return err
@@ -254,7 +255,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("bucketkeeper-objectstore"),
-		Stores:           stores,
+		Stores:           registry,
 		Clock:            opts.Clock,
 		Heartbeat:        opts.StatusHeartbeat,
 		OnStatusWrite:    metrics.ObserveStatusWrite,
@@ -269,7 +270,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 	accesses := &controller.BucketAccessReconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("bucketkeeper-bucketaccess"),
-		Stores:        stores,
+		Stores:        registry,
 		Access:        access,
 		Clock:         opts.Clock,
 		ClusterID:     opts.ClusterID,
@@ -296,7 +297,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 	if err := (&controller.StorageBucketReconciler{
 		Client:           mgr.GetClient(),
 		Recorder:         mgr.GetEventRecorder("bucketkeeper-storagebucket"),
-		Stores:           stores,
+		Stores:           registry,
 		Clock:            opts.Clock,
 		SyncInterval:     opts.SyncInterval,
 		ClusterID:        opts.ClusterID,
@@ -314,7 +315,7 @@ func setupControllers(mgr manager.Manager, opts Options, stores *controller.Stor
 // shards (nil for one: it checks every store). A shard is named by its leader-election
 // ID, distinct per shard and the same for all its replicas, of which only the leader
 // runs the ObjectStore controller.
-func storeLeases(mgr manager.Manager, opts Options) (*controller.StoreLeases, error) {
+func storeLeases(mgr manager.Manager, opts Options) (*stores.Leases, error) {
 	if opts.ShardCount <= 1 {
 		return nil, nil
 	}
@@ -322,7 +323,7 @@ func storeLeases(mgr manager.Manager, opts Options) (*controller.StoreLeases, er
 	if err != nil {
 		return nil, err
 	}
-	return &controller.StoreLeases{
+	return &stores.Leases{
 		Client:    mgr.GetClient(),
 		Reader:    mgr.GetAPIReader(),
 		Namespace: ns,

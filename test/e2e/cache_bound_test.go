@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -36,7 +35,7 @@ func TestLabelledSecretsDoNotGrowTheManager(t *testing.T) {
 	f.waitCondition(f.bucket("before", nil), bkv1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
 	tenant := asSecretWriter(t, f)
 
-	roles := []string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, controller.SecretRoleAccess}
+	roles := []string{bkv1.SecretRoleConnection, bkv1.SecretRoleCredentials, bkv1.SecretRoleAccess}
 	selector := client.MatchingLabels{"test.bucketkeeper.io/flood": "true"}
 	cached := func() (int, error) {
 		list := &corev1.SecretList{}

@@ -1,4 +1,4 @@
-package controller
+package store
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
-// StoreRegistry hands out one S3 client per ObjectStore and keeps it while neither the
+// Registry hands out one S3 client per ObjectStore and keeps it while neither the
 // store's spec nor its credentials Secret changes. Building a client is cheap, but a
 // client also carries the store's request budget (a token bucket), which only works if
 // every reconcile of every bucket on the store shares it.
-type StoreRegistry struct {
+type Registry struct {
 	// Client reads cached, labelled Secrets; APIReader reads a credentials Secret the
 	// cache does not hold yet (before it is labelled).
 	Client    client.Client
@@ -40,7 +40,7 @@ type StoreRegistry struct {
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have
 	// in flight while there are two or more stores, so a hung store cannot take
 	// every worker (with one store the cap is every worker but one, see
-	// reconcileCap); zero means no cap at all.
+	// ReconcileCap); zero means no cap at all.
 	MaxReconcilesPerStore int
 	// Shards is the number of operator deployments sharing the stores (zero counts
 	// as one): each spends 1/Shards of every store's request budget (see Budget).
@@ -48,7 +48,7 @@ type StoreRegistry struct {
 
 	mu      sync.Mutex
 	clients map[string]*storeClients
-	secrets map[string]storeSecret // by "<namespace>/<name>"; see secretData
+	secrets map[string]Secret // by "<namespace>/<name>"; see SecretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
 }
@@ -56,7 +56,7 @@ type StoreRegistry struct {
 // RequestCheck asks the ObjectStore controller to health-check a store now: a probe
 // that could not reach the store lets the store's verdict (which short-circuits every
 // other bucket on it) catch up at once instead of after the health-check interval.
-func (r *StoreRegistry) RequestCheck(store string) {
+func (r *Registry) RequestCheck(store string) {
 	select {
 	case r.checkEvents() <- event.TypedGenericEvent[client.Object]{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: store}}}:
 	default: // a check is already queued; the work queue would merge them anyway
@@ -64,11 +64,11 @@ func (r *StoreRegistry) RequestCheck(store string) {
 }
 
 // CheckRequests is the source of RequestCheck's events for the ObjectStore controller.
-func (r *StoreRegistry) CheckRequests() source.Source {
+func (r *Registry) CheckRequests() source.Source {
 	return source.Channel(r.checkEvents(), &handler.TypedEnqueueRequestForObject[client.Object]{})
 }
 
-func (r *StoreRegistry) checkEvents() chan event.TypedGenericEvent[client.Object] {
+func (r *Registry) checkEvents() chan event.TypedGenericEvent[client.Object] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.checks == nil {
@@ -92,19 +92,19 @@ type storeClients struct {
 	introducedBy map[string]string
 }
 
-// StoreError is a problem with a store's configuration or credentials, reported with
+// Error is a problem with a store's configuration or credentials, reported with
 // the condition reason it maps to. It is terminal: retrying will not fix it.
-type StoreError struct {
+type Error struct {
 	Reason  string
 	Message string
 }
 
-func (e *StoreError) Error() string { return e.Message }
+func (e *Error) Error() string { return e.Message }
 
 // ClientFor returns the S3 client for store, signing for the store's region, building
 // it when the store's generation or its credentials changed since the last call.
-func (r *StoreRegistry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
-	return r.ClientForRegion(ctx, store, storeRegion(store), "")
+func (r *Registry) ClientFor(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
+	return r.ClientForRegion(ctx, store, Region(store), "")
 }
 
 // Bounds on the regions, and so the clients (each with a connection pool of its own),
@@ -123,8 +123,8 @@ const (
 // signature scoped to another region with AuthorizationHeaderMalformed). All clients of
 // a store share one token bucket, so the store's requestsPerSecond is a budget for the
 // store, not per region.
-func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region, namespace string) (s3.Client, error) {
-	home := storeRegion(store)
+func (r *Registry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore, region, namespace string) (s3.Client, error) {
+	home := Region(store)
 	if region == "" {
 		region = home
 	}
@@ -180,7 +180,7 @@ func (r *StoreRegistry) ClientForRegion(ctx context.Context, store *bkv1.ObjectS
 	}
 	c, err := r.Factory(ctx, cfg)
 	if err != nil {
-		return nil, &StoreError{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
+		return nil, &Error{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
 	}
 	entry.byRegion[region] = c
 	if region != home {
@@ -199,10 +199,10 @@ func (e *storeClients) admitRegion(store, namespace string) error {
 	}
 	switch {
 	case len(e.introducedBy) >= maxRegionsPerStore-1: // the store's own region is the last place
-		return &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
+		return &Error{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
 			"ObjectStore %q already serves %d regions, the most one store may: use one of them in spec.region", store, maxRegionsPerStore)}
 	case namespace != "" && others >= maxRegionsPerNamespace:
-		return &StoreError{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
+		return &Error{Reason: bkv1.ReasonConfigFailed, Message: fmt.Sprintf(
 			"namespace %q already uses %d regions of ObjectStore %q besides its own, the most one namespace may: use one of them, or the store's, in spec.region",
 			namespace, maxRegionsPerNamespace, store)}
 	}
@@ -217,7 +217,7 @@ const purgeShare = 4
 // one tenant's purge must not take the budget every other bucket on the store is
 // provisioned and probed with. nil means no bound (the store has no budget, or no
 // client was built for it yet, which ClientForRegion does first).
-func (r *StoreRegistry) PurgeBudget(store *bkv1.ObjectStore) *rate.Limiter {
+func (r *Registry) PurgeBudget(store *bkv1.ObjectStore) *rate.Limiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if entry, ok := r.clients[store.Name]; ok {
@@ -229,7 +229,7 @@ func (r *StoreRegistry) PurgeBudget(store *bkv1.ObjectStore) *rate.Limiter {
 // Budget is this shard's part of store's request budget (spec.requestsPerSecond and
 // spec.burst): with several shards each one's S3 clients and probe scheduler spend
 // ShardBudget of it, so the shards together stay within the store's budget.
-func (r *StoreRegistry) Budget(store *bkv1.ObjectStore) (perSecond float64, burst int) {
+func (r *Registry) Budget(store *bkv1.ObjectStore) (perSecond float64, burst int) {
 	return ShardBudget(float64(store.Spec.RequestsPerSecond), int(store.Spec.Burst), r.Shards)
 }
 
@@ -247,7 +247,7 @@ func ShardBudget(perSecond float64, burst, shards int) (float64, int) {
 }
 
 // Forget drops the client of a deleted store.
-func (r *StoreRegistry) Forget(store string) {
+func (r *Registry) Forget(store string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.clients, store)
@@ -255,66 +255,66 @@ func (r *StoreRegistry) Forget(store string) {
 
 // credentials reads the Secret ref names and returns its data and a version string
 // that changes whenever the Secret does. No ref means the SDK's default chain.
-func (r *StoreRegistry) credentials(ctx context.Context, ref *bkv1.SecretReference) (map[string]string, string, error) {
+func (r *Registry) credentials(ctx context.Context, ref *bkv1.SecretReference) (map[string]string, string, error) {
 	if ref == nil {
 		return map[string]string{}, "default-chain", nil
 	}
-	secret, err := r.secretData(ctx, ref)
+	secret, err := r.SecretData(ctx, ref)
 	if err != nil {
 		return nil, "", err
 	}
 	data := map[string]string{}
-	for k, v := range secret.data {
+	for k, v := range secret.Data {
 		data[k] = string(v)
 	}
 	if data[bkv1.CredentialsKeyAccessKeyID] == "" || data[bkv1.CredentialsKeySecretAccessKey] == "" {
-		return nil, "", &StoreError{Reason: bkv1.ReasonCredentialsMissing,
+		return nil, "", &Error{Reason: bkv1.ReasonCredentialsMissing,
 			Message: fmt.Sprintf("Secret %s/%s must have the keys %s and %s", ref.Namespace, ref.Name, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)}
 	}
 	return data, secret.version(), nil
 }
 
-// storeSecret is the data of a Secret an ObjectStore names, as of one version.
-type storeSecret struct {
+// Secret is the data of a Secret an ObjectStore names, as of one version.
+type Secret struct {
 	uid             types.UID
-	resourceVersion string
-	data            map[string][]byte
+	ResourceVersion string
+	Data            map[string][]byte
 }
 
 // version changes whenever the Secret does, also when it is deleted and made again.
-func (s storeSecret) version() string { return string(s.uid) + "/" + s.resourceVersion }
+func (s Secret) version() string { return string(s.uid) + "/" + s.ResourceVersion }
 
-// secretData returns the data of a Secret a store names, and its version
+// SecretData returns the data of a Secret a store names, and its version
 // ("<uid>/<resourceVersion>"). The cache holds no Secret's data (TransformSecret), since
 // anyone may label a Secret so that it is cached: the data of the Secrets ObjectStores
 // name is read from the API server when their version changes and kept here, one entry
 // per Secret a store names, which only the platform team decides.
-func (r *StoreRegistry) secretData(ctx context.Context, ref *bkv1.SecretReference) (storeSecret, error) {
+func (r *Registry) SecretData(ctx context.Context, ref *bkv1.SecretReference) (Secret, error) {
 	secret, err := r.labelledSecret(ctx, ref)
 	if err != nil {
-		return storeSecret{}, err
+		return Secret{}, err
 	}
 	key := ref.Namespace + "/" + ref.Name
 	r.mu.Lock()
 	known, ok := r.secrets[key]
 	r.mu.Unlock()
-	if ok && known.uid == secret.UID && known.resourceVersion == secret.ResourceVersion {
+	if ok && known.uid == secret.UID && known.ResourceVersion == secret.ResourceVersion {
 		return known, nil
 	}
-	if _, summary := secret.Labels[cachedDataDigest]; summary {
+	if _, summary := secret.Labels[bkv1.LabelCachedDataDigest]; summary {
 		secret = &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return storeSecret{}, &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+				return Secret{}, &Error{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
 			}
-			return storeSecret{}, err
+			return Secret{}, err
 		}
 	}
-	known = storeSecret{uid: secret.UID, resourceVersion: secret.ResourceVersion, data: secret.Data}
+	known = Secret{uid: secret.UID, ResourceVersion: secret.ResourceVersion, Data: secret.Data}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.secrets == nil {
-		r.secrets = map[string]storeSecret{}
+		r.secrets = map[string]Secret{}
 	}
 	r.secrets[key] = known
 	return known, nil
@@ -323,7 +323,7 @@ func (r *StoreRegistry) secretData(ctx context.Context, ref *bkv1.SecretReferenc
 // labelledSecret gets a Secret a store names. The cache only holds labelled Secrets, so
 // the first read goes to the API server and labels the Secret: from then on the cache
 // holds it and a change to it re-reconciles the store.
-func (r *StoreRegistry) labelledSecret(ctx context.Context, ref *bkv1.SecretReference) (*corev1.Secret, error) {
+func (r *Registry) labelledSecret(ctx context.Context, ref *bkv1.SecretReference) (*corev1.Secret, error) {
 	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, key, secret)
@@ -335,7 +335,7 @@ func (r *StoreRegistry) labelledSecret(ctx context.Context, ref *bkv1.SecretRefe
 	}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &StoreError{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
+			return nil, &Error{Reason: bkv1.ReasonCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s not found", ref.Namespace, ref.Name)}
 		}
 		return nil, err
 	}
@@ -352,7 +352,7 @@ func (r *StoreRegistry) labelledSecret(ctx context.Context, ref *bkv1.SecretRefe
 	return secret, nil
 }
 
-func storeRegion(store *bkv1.ObjectStore) string {
+func Region(store *bkv1.ObjectStore) string {
 	if store.Spec.Region != "" {
 		return store.Spec.Region
 	}

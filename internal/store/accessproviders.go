@@ -1,4 +1,4 @@
-package controller
+package store
 
 import (
 	"context"
@@ -6,20 +6,14 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 )
 
-// SecretRoleAccess labels the Secrets BucketAccesses write, so the manager's cache
-// (which selects Secrets by bkv1.LabelSecretRole) holds them.
-const SecretRoleAccess = "access"
-
-// accessProviderOf returns the store's effective access provider: the explicit one,
+// AccessProviderOf returns the store's effective access provider: the explicit one,
 // else Static when the store names application credentials (the behaviour before
 // accessProvider existed), else None.
-func accessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
+func AccessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
 	if p := store.Spec.AccessProvider; p != nil && p.Type != "" {
 		return p.Type
 	}
@@ -29,9 +23,9 @@ func accessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
 	return bkv1.AccessProviderNone
 }
 
-// iamConfigOf says where a store's IAM API is: the configured endpoint, else the
+// IAMConfigOf says where a store's IAM API is: the configured endpoint, else the
 // store's S3 endpoint (SeaweedFS serves both on one port), else AWS IAM.
-func iamConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
+func IAMConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
 	endpoint, region = store.Spec.Endpoint, iam.DefaultRegion
 	if p := store.Spec.AccessProvider; p != nil && p.IAM != nil {
 		if p.IAM.Endpoint != "" {
@@ -48,7 +42,7 @@ func iamConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
 // spec or its credentials Secret changes. The operator's store credentials sign IAM
 // requests; they never leave the operator.
 type AccessProviders struct {
-	Stores  *StoreRegistry
+	Stores  *Registry
 	Factory iam.Factory
 
 	mu      sync.Mutex
@@ -62,9 +56,9 @@ type accessDriver struct {
 
 // DriverFor returns the IAM driver of a store whose access provider is IAM.
 func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore) (iam.Driver, error) {
-	if accessProviderOf(store) != bkv1.AccessProviderIAM {
-		return nil, &StoreError{Reason: bkv1.ReasonAccessProviderNotIAM,
-			Message: fmt.Sprintf("ObjectStore %q does not issue per-application credentials: its spec.accessProvider.type is %s, not IAM", store.Name, accessProviderOf(store))}
+	if AccessProviderOf(store) != bkv1.AccessProviderIAM {
+		return nil, &Error{Reason: bkv1.ReasonAccessProviderNotIAM,
+			Message: fmt.Sprintf("ObjectStore %q does not issue per-application credentials: its spec.accessProvider.type is %s, not IAM", store.Name, AccessProviderOf(store))}
 	}
 	creds, credsVersion, err := a.Stores.credentials(ctx, store.Spec.CredentialsSecretRef)
 	if err != nil {
@@ -76,7 +70,7 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 	if d, ok := a.drivers[store.Name]; ok && d.version == version {
 		return d.driver, nil
 	}
-	endpoint, region := iamConfigOf(store)
+	endpoint, region := IAMConfigOf(store)
 	d, err := a.Factory(ctx, iam.Config{
 		Endpoint:              endpoint,
 		Region:                region,
@@ -88,7 +82,7 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 		Timeout:               10 * time.Second,
 	})
 	if err != nil {
-		return nil, &StoreError{Reason: bkv1.ReasonAccessProviderUnavailable, Message: fmt.Sprintf("cannot build an IAM client for store %s: %v", store.Name, err)}
+		return nil, &Error{Reason: bkv1.ReasonAccessProviderUnavailable, Message: fmt.Sprintf("cannot build an IAM client for store %s: %v", store.Name, err)}
 	}
 	if a.drivers == nil {
 		a.drivers = map[string]accessDriver{}
@@ -102,29 +96,4 @@ func (a *AccessProviders) Forget(store string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.drivers, store)
-}
-
-// checkAccessProvider sets the store's AccessProviderReady condition: for IAM, a
-// signed ListUsers of one item proves the endpoint answers and the operator may
-// manage users; other providers carry no condition.
-func (r *ObjectStoreReconciler) checkAccessProvider(ctx context.Context, store *bkv1.ObjectStore) {
-	if r.Access == nil || accessProviderOf(store) != bkv1.AccessProviderIAM {
-		removeCondition(&store.Status.Conditions, bkv1.ConditionAccessProviderReady)
-		return
-	}
-	status, reason, message := metav1.ConditionTrue, bkv1.ReasonReady, "the IAM endpoint answers and lets the operator manage users"
-	d, err := r.Access.DriverFor(ctx, store)
-	if err == nil {
-		err = d.Check(ctx)
-	}
-	if err != nil {
-		status, reason, message = metav1.ConditionFalse, bkv1.ReasonAccessProviderUnavailable, fmt.Sprintf("IAM check failed: %v", err)
-		switch iam.KindOf(err) {
-		case iam.KindAccessDenied:
-			reason = bkv1.ReasonAccessDenied
-		case iam.KindInvalidCredentials:
-			reason = bkv1.ReasonCredentialsInvalid
-		}
-	}
-	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionAccessProviderReady, status, reason, message)
 }

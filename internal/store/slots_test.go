@@ -1,4 +1,4 @@
-package controller
+package store
 
 import (
 	"context"
@@ -72,11 +72,11 @@ func TestReconcileCap(t *testing.T) {
 		{perStore: 0, stores: 2, workers: 4, want: 0},
 	}
 	for _, c := range cases {
-		r := &StoreRegistry{MaxReconcilesPerStore: c.perStore}
-		if got := r.reconcileCap(c.stores, c.workers); got != c.want {
+		r := &Registry{MaxReconcilesPerStore: c.perStore}
+		if got := r.ReconcileCap(c.stores, c.workers); got != c.want {
 			t.Errorf("MaxReconcilesPerStore %d, %d stores, %d workers: cap %d, want %d", c.perStore, c.stores, c.workers, got, c.want)
 		}
-		if c.workers > 1 && c.perStore > 0 && r.reconcileCap(c.stores, c.workers) >= c.workers {
+		if c.workers > 1 && c.perStore > 0 && r.ReconcileCap(c.stores, c.workers) >= c.workers {
 			t.Errorf("%d stores, %d workers: one store may take every worker", c.stores, c.workers)
 		}
 	}
@@ -116,9 +116,9 @@ func TestSingleHungStoreLeavesAWorker(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	inner := &blockingReconciler{release: make(chan struct{})}
 	defer close(inner.release)
-	l := &storeLimitedReconciler{
+	l := &SlotLimited{
 		Reader:  c,
-		Stores:  &StoreRegistry{MaxReconcilesPerStore: defaults.MaxReconcilesPerStore(workers)},
+		Stores:  &Registry{MaxReconcilesPerStore: defaults.MaxReconcilesPerStore(workers)},
 		Inner:   inner,
 		Workers: workers,
 	}
@@ -135,8 +135,8 @@ func TestSingleHungStoreLeavesAWorker(t *testing.T) {
 		}
 	}
 	res, err := reconcileBucket(fmt.Sprintf("hung-%d", workers-1))
-	if err != nil || res.RequeueAfter < storeBusyDelay {
-		t.Fatalf("reconcile %d of the one store: %+v, %v; want it tried again after at least %v", workers, res, err, storeBusyDelay)
+	if err != nil || res.RequeueAfter < BusyDelay {
+		t.Fatalf("reconcile %d of the one store: %+v, %v; want it tried again after at least %v", workers, res, err, BusyDelay)
 	}
 	if n := inner.entered.Load(); n != workers-1 {
 		t.Fatalf("%d reconciles of the one store in flight with %d workers, want %d", n, workers, workers-1)

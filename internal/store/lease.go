@@ -1,4 +1,4 @@
-package controller
+package store
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // owned by the store, so the garbage collector removes it with the store).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=bucketkeeper-system
 
-// StoreLeases elects, per store, the one shard that health-checks it when several
+// Leases elects, per store, the one shard that health-checks it when several
 // operator deployments split the buckets (--watch-label-selector, --shard-count).
 // ObjectStores are cluster-scoped, so every shard reconciles every store; without an
 // election each store would be checked, and its status written, once per shard. The
@@ -38,7 +38,7 @@ import (
 // seconds apart. A takeover too early by more than the grace costs one extra check and
 // the old holder steps back at its next renewal (its update conflicts or finds
 // another holder), never two shards checking on.
-type StoreLeases struct {
+type Leases struct {
 	// Client creates and updates Leases; Reader reads them from the API server (not a
 	// cache: a cache would need list and watch on every Lease of the namespace).
 	Client client.Client
@@ -52,10 +52,10 @@ type StoreLeases struct {
 	Clock    clock.PassiveClock
 }
 
-// StoreLeaseName is the name of store's health-check Lease. Store names may be 253
+// LeaseName is the name of store's health-check Lease. Store names may be 253
 // characters long, as long as a Lease name may be: a name that does not fit after the
 // prefix is shortened and made unique by a hash of the whole.
-func StoreLeaseName(store string) string {
+func LeaseName(store string) string {
 	const maxName = 253
 	name := bkv1.StoreLeasePrefix + store
 	if len(name) <= maxName {
@@ -67,9 +67,9 @@ func StoreLeaseName(store string) string {
 	return strings.TrimRight(name[:maxName-len(suffix)], ".-") + suffix
 }
 
-// storeLeaseDuration is how long a store's Lease lasts: one health-check interval
+// LeaseDuration is how long a store's Lease lasts: one health-check interval
 // plus the grace, as the holder renews it at every check.
-func storeLeaseDuration(interval time.Duration) time.Duration {
+func LeaseDuration(interval time.Duration) time.Duration {
 	return interval + defaults.StoreLeaseGrace
 }
 
@@ -78,12 +78,12 @@ func storeLeaseDuration(interval time.Duration) time.Duration {
 // again). Two shards racing for a free Lease cannot both win: creation and every
 // update are conditional (AlreadyExists, resourceVersion), and the loser looks again
 // later.
-func (l *StoreLeases) Hold(ctx context.Context, store *bkv1.ObjectStore, duration time.Duration) (held bool, retryAfter time.Duration, err error) {
+func (l *Leases) Hold(ctx context.Context, store *bkv1.ObjectStore, duration time.Duration) (held bool, retryAfter time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, defaults.LeaseCallTimeout)
 	defer cancel()
 	now := metav1.NewMicroTime(l.Clock.Now())
 	seconds := int32(math.Ceil(duration.Seconds()))
-	key := types.NamespacedName{Namespace: l.Namespace, Name: StoreLeaseName(store.Name)}
+	key := types.NamespacedName{Namespace: l.Namespace, Name: LeaseName(store.Name)}
 	lease := &coordinationv1.Lease{}
 	if err := l.Reader.Get(ctx, key, lease); apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
@@ -123,7 +123,7 @@ func (l *StoreLeases) Hold(ctx context.Context, store *bkv1.ObjectStore, duratio
 	case apierrors.IsConflict(err):
 		// Another shard renewed or took the Lease since it was read: look again
 		// soon, and see who holds it.
-		return false, minCheckGap, nil
+		return false, defaults.MinStoreCheckGap, nil
 	case err != nil:
 		return false, 0, err
 	}
@@ -133,11 +133,11 @@ func (l *StoreLeases) Hold(ctx context.Context, store *bkv1.ObjectStore, duratio
 // HeldHere says whether this shard holds the store's health-check Lease (and so does
 // the store's other per-store work, such as the access collector's). It reads the
 // Lease and never takes or renews it: that is the health check's.
-func (l *StoreLeases) HeldHere(ctx context.Context, store string) (bool, error) {
+func (l *Leases) HeldHere(ctx context.Context, store string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, defaults.LeaseCallTimeout)
 	defer cancel()
 	lease := &coordinationv1.Lease{}
-	err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: StoreLeaseName(store)}, lease)
+	err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: LeaseName(store)}, lease)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package store
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 	}
 	k8s := fake.NewClientBuilder().WithScheme(scheme).WithObjects(creds).Build()
 	var limiters []*rate.Limiter
-	reg := &StoreRegistry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+	reg := &Registry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 		limiters = append(limiters, cfg.Limiter)
 		return s3.New(ctx, cfg)
 	}}
@@ -149,11 +149,11 @@ func TestClientPerRegionSignsForTheBucketsRegion(t *testing.T) {
 // working for everyone, and its own region is never crowded out.
 func TestRegionsPerStoreAreBounded(t *testing.T) {
 	built := 0
-	r := &StoreRegistry{Factory: func(context.Context, s3.Config) (s3.Client, error) { built++; return nil, nil }}
+	r := &Registry{Factory: func(context.Context, s3.Config) (s3.Client, error) { built++; return nil, nil }}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "u"}, Spec: bkv1.ObjectStoreSpec{Region: "home"}}
 	ctx := context.Background()
 	refused := func(err error) bool {
-		var se *StoreError
+		var se *Error
 		return errors.As(err, &se) && se.Reason == bkv1.ReasonConfigFailed
 	}
 
@@ -164,7 +164,7 @@ func TestRegionsPerStoreAreBounded(t *testing.T) {
 		}
 	}
 	if _, err := r.ClientForRegion(ctx, store, "junk-more", "hostile"); !refused(err) {
-		t.Fatalf("a namespace's region past its bound: err = %v, want a ConfigFailed StoreError", err)
+		t.Fatalf("a namespace's region past its bound: err = %v, want a ConfigFailed Error", err)
 	}
 	// Other namespaces fill the store up to its bound, the store's own region aside.
 	for i := maxRegionsPerNamespace; i < maxRegionsPerStore-1; i++ {
@@ -173,7 +173,7 @@ func TestRegionsPerStoreAreBounded(t *testing.T) {
 		}
 	}
 	if _, err := r.ClientForRegion(ctx, store, "one-too-many", "late"); !refused(err) {
-		t.Fatalf("region past the store's bound: err = %v, want a ConfigFailed StoreError", err)
+		t.Fatalf("region past the store's bound: err = %v, want a ConfigFailed Error", err)
 	}
 	if _, err := r.ClientForRegion(ctx, store, "home", "late"); err != nil {
 		t.Errorf("the store's own region was crowded out: %v", err)
