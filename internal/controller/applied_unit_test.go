@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -292,7 +293,7 @@ func TestTagLimitIsAClearError(t *testing.T) {
 	r := &StorageBucketReconciler{Clock: clocktesting.NewFakePassiveClock(time.Now()), SyncInterval: time.Hour}
 	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{}, s3: f, bucket: "b", syncing: true}
 	err := r.reconcileConfiguration(t.Context(), scope)
-	se := asStepError(err, "")
+	se := reconcile.AsStepError(err, "")
 	if err == nil || se.Reason != bkv1.ReasonInvalidTags || !se.Terminal || !strings.Contains(se.Message, "S3 allows 50") {
 		t.Fatalf("error = %v (%+v), want a terminal InvalidTags naming the limit", err, se)
 	}
@@ -302,7 +303,7 @@ func TestTagLimitIsAClearError(t *testing.T) {
 
 	// Adoption itself (tagging the bucket as this claim's) checks the same limit first.
 	err = r.tagOwner(t.Context(), scope, found)
-	if se := asStepError(err, ""); err == nil || se.Reason != bkv1.ReasonInvalidTags || !se.Terminal {
+	if se := reconcile.AsStepError(err, ""); err == nil || se.Reason != bkv1.ReasonInvalidTags || !se.Terminal {
 		t.Fatalf("adoption over the tag limit: %v", err)
 	}
 	if len(f.writes) != 0 {
@@ -344,7 +345,7 @@ func TestSyncDueAfterRestart(t *testing.T) {
 	sb := newSpecBucket()
 	sb.Status.BucketName = "b"
 	for _, typ := range []string{bkv1.ConditionProvisioned, bkv1.ConditionConfigured, bkv1.ConditionReady} {
-		setCondition(&sb.Status.Conditions, sb.Generation, typ, metav1.ConditionTrue, "Fine", "fine")
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, typ, metav1.ConditionTrue, "Fine", "fine")
 	}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}
 	scope := func() *bucketScope {
@@ -389,9 +390,9 @@ func TestSyncDueAfterRestart(t *testing.T) {
 			return func() { sb.Status.Applied = old }
 		},
 		"not Ready": func() func() {
-			setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, "Broken", "broken")
+			reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, "Broken", "broken")
 			return func() {
-				setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionTrue, "Fine", "fine")
+				reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionTrue, "Fine", "fine")
 			}
 		},
 	} {
@@ -403,8 +404,8 @@ func TestSyncDueAfterRestart(t *testing.T) {
 	}
 
 	// The store lacks a setting the spec asks for: a stable verdict, no reason to rush.
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonNotSupportedByStore, "no lifecycle")
 	if r, _ := fresh(); r.syncDue(scope()) {
 		t.Error("a bucket whose store lacks a setting is due at once after a restart")
 	}

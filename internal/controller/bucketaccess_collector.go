@@ -18,6 +18,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -132,7 +133,7 @@ func (c *AccessCollector) collectDue(ctx context.Context) time.Duration {
 func (c *AccessCollector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (collectPass, error) {
 	state := c.state(store.Name)
 	retry := func() { state.due = c.Clock.Now().Add(min(c.interval(), time.Minute)) }
-	if !conditionIsTrue(store.Status.Conditions, bkv1.ConditionAccessProviderReady) {
+	if !reconcile.ConditionIsTrue(store.Status.Conditions, bkv1.ConditionAccessProviderReady) {
 		retry() // the health check says why; nothing can be listed now
 		return collectPass{}, nil
 	}

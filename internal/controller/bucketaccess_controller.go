@@ -19,6 +19,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -82,17 +83,17 @@ type accessScope struct {
 }
 
 func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return runReconcile(ctx, r.Client, req, &bkv1.BucketAccess{}, lifecycle[*bkv1.BucketAccess]{
-		kind:     "BucketAccess",
-		status:   func(ba *bkv1.BucketAccess) any { return ba.Status },
-		onWrite:  r.OnStatusWrite,
-		deleting: r.reconcileDelete,
-		normal:   r.reconcileNormal,
+	return reconcile.Run(ctx, r.Client, req, &bkv1.BucketAccess{}, reconcile.Lifecycle[*bkv1.BucketAccess]{
+		Kind:     "BucketAccess",
+		Status:   func(ba *bkv1.BucketAccess) any { return ba.Status },
+		OnWrite:  r.OnStatusWrite,
+		Deleting: r.reconcileDelete,
+		Normal:   r.reconcileNormal,
 	})
 }
 
 // reconcileNormal runs the steps in order; each needs what the one before established.
-func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	scope := &accessScope{ba: ba}
 	steps := []struct {
 		doing string
@@ -128,24 +129,24 @@ func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessSc
 		sb := &bkv1.StorageBucket{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: s.ba.Namespace, Name: g.Name}, sb); err != nil {
 			if apierrors.IsNotFound(err) {
-				return r.revokeForGoneBucket(ctx, s.ba, waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q does not exist in namespace %s", g.Name, s.ba.Namespace))
+				return r.revokeForGoneBucket(ctx, s.ba, reconcile.Waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q does not exist in namespace %s", g.Name, s.ba.Namespace))
 			}
 			return err
 		}
 		if !sb.DeletionTimestamp.IsZero() {
-			return r.revokeForGoneBucket(ctx, s.ba, waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q is being deleted", g.Name))
+			return r.revokeForGoneBucket(ctx, s.ba, reconcile.Waitingf(bkv1.ReasonBucketNotReady, "StorageBucket %q is being deleted", g.Name))
 		}
 		if reason := guardrailRefusal(sb); reason != "" {
-			return r.revokeForGoneBucket(ctx, s.ba, terminalf(bkv1.ReasonBucketRefused,
+			return r.revokeForGoneBucket(ctx, s.ba, reconcile.Terminalf(bkv1.ReasonBucketRefused,
 				"StorageBucket %q is refused by its store's guardrails (%s): the key is revoked and a new one is issued once the bucket is Ready again", g.Name, reason))
 		}
-		if !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
-			return waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready", g.Name)
+		if !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
+			return reconcile.Waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready", g.Name)
 		}
 		if storeName == "" {
 			storeName = sb.Spec.ObjectStoreRef.Name
 		} else if sb.Spec.ObjectStoreRef.Name != storeName {
-			return terminalf(bkv1.ReasonStoreMismatch, "StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name)
+			return reconcile.Terminalf(bkv1.ReasonStoreMismatch, "StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name)
 		}
 		mode := iam.ReadWrite
 		if g.Mode == bkv1.AccessReadOnly {
@@ -157,7 +158,7 @@ func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessSc
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: storeName}, store); err != nil {
 		if apierrors.IsNotFound(err) {
-			return waitingf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q not found", storeName)
+			return reconcile.Waitingf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q not found", storeName)
 		}
 		return err
 	}
@@ -188,7 +189,7 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 // keys deleted, Secret deleted: a Secret without a key would only fail later and less
 // clearly) even if the bucket itself is retained on the store. A new key is issued
 // once every bucket is Ready again. Then it reports why.
-func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *stepError) error {
+func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
 	if ba.Status.AccessKeyID == "" || ba.Status.ObjectStore == "" {
 		return why // nothing was issued
 	}
@@ -224,7 +225,7 @@ func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bk
 func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *accessScope) error {
 	doc, err := iam.PolicyDocument(s.grants)
 	if err != nil {
-		return terminalf(bkv1.ReasonConfigFailed, "%v", err)
+		return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%v", err)
 	}
 	r.mu.Lock()
 	same := r.applied[s.ba.UID] == s.store.Name+"\n"+doc
@@ -249,7 +250,7 @@ func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *acces
 
 // reconcileDelete revokes the credentials: keys, policy and user go before the
 // finalizer does, so a deleted access leaves no working key behind.
-func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess, _ *statusPatcher) (ctrl.Result, error) {
+func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -275,7 +276,7 @@ func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.B
 		}
 		user := accessIdentity(r.ClusterID, ba)
 		if err := driver.DeleteUser(ctx, user); err != nil {
-			setCondition(&ba.Status.Conditions, ba.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonRevoking, fmt.Sprintf("revoking the credentials: %v", err))
+			reconcile.SetCondition(&ba.Status.Conditions, ba.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonRevoking, fmt.Sprintf("revoking the credentials: %v", err))
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Delete", "deleted identity %s, its policy and keys", user)
@@ -287,27 +288,27 @@ func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.B
 	delete(r.pending, ba.UID)
 	delete(r.applied, ba.UID)
 	r.mu.Unlock()
-	err = patchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	err = reconcile.PatchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 // summarize sets Ready, Reconciling and Stalled kstatus-style.
-func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patcher *statusPatcher, err *stepError) (ctrl.Result, error) {
+func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher, err *reconcile.StepError) (ctrl.Result, error) {
 	conds, gen := &ba.Status.Conditions, ba.Generation
 	if err == nil {
 		msg := fmt.Sprintf("key %s of %s is in Secret %s", ba.Status.AccessKeyID, ba.Status.IdentityName, ba.Spec.SecretName)
-		setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, msg)
+		reconcile.SetCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, msg)
 		if ba.Status.Rotation.State == bkv1.RotationIdle {
-			removeCondition(conds, bkv1.ConditionReconciling)
+			reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)
 		} else {
-			setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonRotating, "rotating the key: "+string(ba.Status.Rotation.State))
+			reconcile.SetCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonRotating, "rotating the key: "+string(ba.Status.Rotation.State))
 		}
-		removeCondition(conds, bkv1.ConditionStalled)
+		reconcile.RemoveCondition(conds, bkv1.ConditionStalled)
 		ba.Status.ObservedGeneration = gen
 		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 	}
-	return summarizeFailure(ctx, conds, gen, &ba.Status.ObservedGeneration, err, r.SyncInterval, func() {
-		patcher.afterWrite(func() {
+	return reconcile.SummarizeFailure(ctx, conds, gen, &ba.Status.ObservedGeneration, err, r.SyncInterval, func() {
+		patcher.AfterWrite(func() {
 			r.Recorder.Eventf(ba, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
 		})
 	})
@@ -315,11 +316,11 @@ func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketA
 
 // asAccessStepError maps IAM errors to condition reasons; anything else as for
 // StorageBuckets.
-func asAccessStepError(err error, doing string) *stepError {
+func asAccessStepError(err error, doing string) *reconcile.StepError {
 	if iam.KindOf(err) == iam.KindUnknown {
-		return asStepError(err, doing)
+		return reconcile.AsStepError(err, doing)
 	}
-	out := &stepError{Message: fmt.Sprintf("%s: %v", doing, err), Err: err}
+	out := &reconcile.StepError{Message: fmt.Sprintf("%s: %v", doing, err), Err: err}
 	switch iam.KindOf(err) {
 	case iam.KindAccessDenied:
 		out.Reason, out.Terminal = bkv1.ReasonAccessDenied, true

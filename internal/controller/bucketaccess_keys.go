@@ -13,6 +13,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -157,7 +158,7 @@ func (r *BucketAccessReconciler) promote(ctx context.Context, s *accessScope, p 
 			// The Secret still holds a working key: the access stays Ready.
 			return r.writeAccessSecretFrom(ctx, s, secret)
 		}
-		return &stepError{Reason: bkv1.ReasonProgressing, Message: fmt.Sprintf("waiting for the store to accept the new key %s (try %d): %v", p.key.ID, p.attempts, err), Waiting: true}
+		return &reconcile.StepError{Reason: bkv1.ReasonProgressing, Message: fmt.Sprintf("waiting for the store to accept the new key %s (try %d): %v", p.key.ID, p.attempts, err), Waiting: true}
 	}
 	if err := r.writeAccessSecret(ctx, s, p.key.ID, p.key.Secret); err != nil {
 		return err

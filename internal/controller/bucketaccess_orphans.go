@@ -6,6 +6,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // This file decides, for one IAM user listed on one store, whether the collector may
@@ -141,7 +142,7 @@ func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.
 // settledAccess: the access's last reconcile finished with its key in place, at its
 // current generation, and no rotation is under way.
 func settledAccess(ba *bkv1.BucketAccess) bool {
-	c := findCondition(ba.Status.Conditions, bkv1.ConditionReady)
+	c := reconcile.FindCondition(ba.Status.Conditions, bkv1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ba.Generation &&
 		ba.Status.AccessKeyID != "" && ba.Status.ObjectStore != "" && ba.Status.Rotation.State == bkv1.RotationIdle
 }
@@ -191,7 +192,7 @@ func holdsAccessKey(f *accessFacts, keys []iam.AccessKey) bool {
 // be used as it is, so its accesses' keys are revoked. Other failures (not yet
 // Ready, store unreachable) leave keys as they are.
 func guardrailRefusal(sb *bkv1.StorageBucket) string {
-	c := findCondition(sb.Status.Conditions, bkv1.ConditionStalled)
+	c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionStalled)
 	if c == nil || c.Status != metav1.ConditionTrue || !guardrailReasons[c.Reason] {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -30,7 +31,7 @@ func (r *BucketAccessReconciler) currentAccessSecret(ctx context.Context, ba *bk
 		return nil, err
 	}
 	if !metav1.IsControlledBy(secret, ba) {
-		return nil, terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+		return nil, reconcile.Terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
 	}
 	return secret, nil
 }
@@ -71,7 +72,7 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 		}
 		if err := r.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+				return reconcile.Terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
 			}
 			return err
 		}
@@ -81,7 +82,7 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 		return err
 	}
 	if !metav1.IsControlledBy(current, ba) {
-		return terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
+		return reconcile.Terminalf(bkv1.ReasonSecretConflict, "Secret %q exists and is not managed by this BucketAccess; choose another spec.secretName", ba.Spec.SecretName)
 	}
 	// The cache holds a summary of the Secret (TransformSecret): the digest of its
 	// data, and the whole object is read before a write if metadata was left out.

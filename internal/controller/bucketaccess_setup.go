@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // IndexBucketAccessBucket indexes BucketAccesses by the StorageBuckets they name.
@@ -53,18 +53,18 @@ func bucketUsableChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*bkv1.StorageBucket), e.ObjectNew.(*bkv1.StorageBucket)
 		return o.Status.BucketName != n.Status.BucketName || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-			conditionIsTrue(o.Status.Conditions, bkv1.ConditionReady) != conditionIsTrue(n.Status.Conditions, bkv1.ConditionReady)
+			reconcile.ConditionIsTrue(o.Status.Conditions, bkv1.ConditionReady) != reconcile.ConditionIsTrue(n.Status.Conditions, bkv1.ConditionReady)
 	}}
 }
 
-func (r *BucketAccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *BucketAccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []ctrl.Request {
 	list := &bkv1.BucketAccessList{}
 	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexBucketAccessBucket: o.GetName()}); err != nil {
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
+	out := make([]ctrl.Request, 0, len(list.Items))
 	for _, ba := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}})
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}})
 	}
 	return out
 }

@@ -23,6 +23,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -281,7 +282,7 @@ func (r *accessRig) settle(request string) {
 			r.clock.Step(11 * time.Minute)
 			continue
 		}
-		if ba.Status.Rotation.State == bkv1.RotationIdle && conditionIsTrue(ba.Status.Conditions, bkv1.ConditionReady) &&
+		if ba.Status.Rotation.State == bkv1.RotationIdle && reconcile.ConditionIsTrue(ba.Status.Conditions, bkv1.ConditionReady) &&
 			ba.Status.Rotation.LastHandledRequest == request && len(r.mem.keys[iam.UserName("test", "access-uid")]) == 1 {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -259,7 +260,7 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
-				c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
+				c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
 				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != bkv1.ReasonConfigApplied {
 					t.Fatalf("Configured = %+v, want True/%s", c, bkv1.ReasonConfigApplied)
 				}
@@ -268,7 +269,7 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 					t.Errorf("unexpected note in %q", text)
 				}
 			} else {
-				se := asStepError(err, "")
+				se := reconcile.AsStepError(err, "")
 				if err == nil || se.Reason != tc.want.reason || se.Terminal != tc.want.terminal {
 					t.Fatalf("error = %v (%+v), want reason %s terminal %v", err, se, tc.want.reason, tc.want.terminal)
 				}
@@ -294,7 +295,7 @@ func TestSettingsReconcileConfigurationMemo(t *testing.T) {
 	r := &StorageBucketReconciler{Recorder: events.NewFakeRecorder(10), Clock: clk, SyncInterval: time.Hour}
 	sb := newSpecBucket()
 	sb.Status.BucketName = "b"
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
 	f := &fakeS3{}
 	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store", UID: "s1", Generation: 1}}, s3: f, bucket: "b"}
 

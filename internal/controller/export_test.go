@@ -7,11 +7,12 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // PatchStorageBucketMetadata exposes patchMetadata to the black-box tests.
 func PatchStorageBucketMetadata(ctx context.Context, c client.Client, sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBucket)) error {
-	return patchMetadata(ctx, c, sb, mutate)
+	return reconcile.PatchMetadata(ctx, c, sb, mutate)
 }
 
 // MinCheckGap exposes the shortest gap between two health checks of one store.

@@ -19,7 +19,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
-	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -75,18 +75,18 @@ func (r *ObjectStoreReconciler) checkAllowed(store string) time.Duration {
 }
 
 func (r *ObjectStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return runReconcile(ctx, r.Client, req, &bkv1.ObjectStore{}, lifecycle[*bkv1.ObjectStore]{
-		kind:     "ObjectStore",
-		status:   func(store *bkv1.ObjectStore) any { return store.Status },
-		onWrite:  r.OnStatusWrite,
-		deleting: r.reconcileDelete,
-		normal:   r.reconcileNormal,
+	return reconcile.Run(ctx, r.Client, req, &bkv1.ObjectStore{}, reconcile.Lifecycle[*bkv1.ObjectStore]{
+		Kind:     "ObjectStore",
+		Status:   func(store *bkv1.ObjectStore) any { return store.Status },
+		OnWrite:  r.OnStatusWrite,
+		Deleting: r.reconcileDelete,
+		Normal:   r.reconcileNormal,
 	})
 }
 
 // reconcileNormal checks the store's health, at most once per defaults.MinStoreCheckGap, and comes
 // back after the store's health-check interval.
-func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	interval := defaults.StoreHealthCheckInterval
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration
@@ -121,7 +121,7 @@ func (r *ObjectStoreReconciler) reconcileNormal(ctx context.Context, store *bkv1
 // reportHeldElsewhere hands the verdict another shard wrote to the per-store gauge, so
 // every shard's metrics say whether the store is ready.
 func (r *ObjectStoreReconciler) reportHeldElsewhere(store *bkv1.ObjectStore) {
-	c := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	c := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady)
 	if r.OnHealth == nil || c == nil || c.Reason == bkv1.ReasonInUse {
 		return
 	}
@@ -132,39 +132,26 @@ func (r *ObjectStoreReconciler) reportHeldElsewhere(store *bkv1.ObjectStore) {
 // healthCheck sends one signed ListBuckets for a single bucket (s3.Client.Ping): it proves
 // the endpoint answers, TLS is trusted and the credentials are accepted, and costs one
 // small page however many buckets the account has. What a failed check means is the
-// kind's health verdict (kindVerdicts): AccessDenied, for one, still means Ready.
+// kind's health verdict (reconcile.KindVerdicts): AccessDenied, for one, still means Ready.
 func (r *ObjectStoreReconciler) healthCheck(ctx context.Context, store *bkv1.ObjectStore) (reason, message string) {
 	c, err := r.Stores.ClientFor(ctx, store)
 	if err != nil {
-		se := asStepError(err, "building the store client")
+		se := reconcile.AsStepError(err, "building the store client")
 		return se.Reason, se.Message
 	}
 	ctx, cancel := context.WithTimeout(ctx, defaults.StoreHealthCheckTimeout)
 	defer cancel()
-	return healthVerdict(c.Ping(ctx))
-}
-
-// healthVerdict turns the answer to a health check into the store's Ready reason and
-// message.
-func healthVerdict(err error) (reason, message string) {
-	if err == nil {
-		return bkv1.ReasonReady, "the store answers and accepts the credentials"
-	}
-	v := verdictOf(s3.KindOf(err))
-	if v.health == bkv1.ReasonReady {
-		return v.health, v.healthMessage
-	}
-	return v.health, fmt.Sprintf("%s: %v", v.healthMessage, err)
+	return reconcile.HealthVerdict(c.Ping(ctx))
 }
 
 // setHealth records the verdict. lastHealthCheckTime moves on every change of verdict
 // and otherwise at most once per heartbeat, so a healthy store costs almost no writes.
-func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.ObjectStore, reason, message string) {
+func (r *ObjectStoreReconciler) setHealth(patcher *reconcile.StatusPatcher, store *bkv1.ObjectStore, reason, message string) {
 	status := metav1.ConditionFalse
 	if reason == bkv1.ReasonReady {
 		status = metav1.ConditionTrue
 	}
-	before := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	before := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady)
 	changed := before == nil || before.Status != status || before.Reason != reason || before.ObservedGeneration != store.Generation
 	now := r.Clock.Now()
 	if changed {
@@ -172,13 +159,13 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 		if status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		patcher.afterWrite(func() { r.Recorder.Eventf(store, nil, eventType, reason, "HealthCheck", "%s", message) })
+		patcher.AfterWrite(func() { r.Recorder.Eventf(store, nil, eventType, reason, "HealthCheck", "%s", message) })
 	}
 	if changed || store.Status.LastHealthCheckTime == nil || now.Sub(store.Status.LastHealthCheckTime.Time) >= r.Heartbeat {
 		t := metav1.NewTime(now)
 		store.Status.LastHealthCheckTime = &t
 	}
-	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, status, reason, message)
+	reconcile.SetCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, status, reason, message)
 	if r.OnHealth != nil {
 		ready := status == metav1.ConditionTrue
 		r.OnHealth(store.Name, &ready)
@@ -189,24 +176,24 @@ func (r *ObjectStoreReconciler) setHealth(patcher *statusPatcher, store *bkv1.Ob
 	conds := &store.Status.Conditions
 	switch {
 	case status == metav1.ConditionTrue:
-		removeCondition(conds, bkv1.ConditionReconciling)
-		removeCondition(conds, bkv1.ConditionStalled)
+		reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)
+		reconcile.RemoveCondition(conds, bkv1.ConditionStalled)
 		store.Status.ObservedGeneration = store.Generation
-	case storeVerdictOf(reason).terminal:
+	case reconcile.StoreVerdictOf(reason).Terminal:
 		// Retrying cannot help: a person must fix the credentials or the trust.
-		removeCondition(conds, bkv1.ConditionReconciling)
-		setCondition(conds, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
+		reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)
+		reconcile.SetCondition(conds, store.Generation, bkv1.ConditionStalled, metav1.ConditionTrue, reason, message)
 		store.Status.ObservedGeneration = store.Generation
 	default:
 		// Unreachable or not yet checked: the next health check may succeed.
-		removeCondition(conds, bkv1.ConditionStalled)
-		setCondition(conds, store.Generation, bkv1.ConditionReconciling, metav1.ConditionTrue, reason, message)
+		reconcile.RemoveCondition(conds, bkv1.ConditionStalled)
+		reconcile.SetCondition(conds, store.Generation, bkv1.ConditionReconciling, metav1.ConditionTrue, reason, message)
 	}
 }
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion
 // policies need the store to be carried out.
-func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	// Asked of the API server, not the cache: with sharding (--watch-label-selector)
 	// the cache holds only this instance's buckets, and every shard's must be gone.
 	users := &bkv1.StorageBucketList{}
@@ -223,10 +210,10 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 			more = fmt.Sprintf(" and %d more", n-5)
 		}
 		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(names, ", "), more)
-		if c := findCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
-			patcher.afterWrite(func() { r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg) })
+		if c := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
+			patcher.AfterWrite(func() { r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg) })
 		}
-		setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse, msg)
+		reconcile.SetCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse, msg)
 		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store
 	}
 	r.Stores.Forget(store.Name)
@@ -239,7 +226,7 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 	if r.OnHealth != nil {
 		r.OnHealth(store.Name, nil)
 	}
-	err := patchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	err := reconcile.PatchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
@@ -248,7 +235,7 @@ func (r *ObjectStoreReconciler) reconcileDelete(ctx context.Context, store *bkv1
 // manage users; other providers carry no condition.
 func (r *ObjectStoreReconciler) checkAccessProvider(ctx context.Context, store *bkv1.ObjectStore) {
 	if r.Access == nil || stores.AccessProviderOf(store) != bkv1.AccessProviderIAM {
-		removeCondition(&store.Status.Conditions, bkv1.ConditionAccessProviderReady)
+		reconcile.RemoveCondition(&store.Status.Conditions, bkv1.ConditionAccessProviderReady)
 		return
 	}
 	status, reason, message := metav1.ConditionTrue, bkv1.ReasonReady, "the IAM endpoint answers and lets the operator manage users"
@@ -265,5 +252,5 @@ func (r *ObjectStoreReconciler) checkAccessProvider(ctx context.Context, store *
 			reason = bkv1.ReasonCredentialsInvalid
 		}
 	}
-	setCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionAccessProviderReady, status, reason, message)
+	reconcile.SetCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionAccessProviderReady, status, reason, message)
 }

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -51,7 +52,7 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 		Spec:       bkv1.StorageBucketSpec{Probe: bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Hour}}},
 	}
 	sb.Status.BucketName = "b"
-	setCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
+	reconcile.SetCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
 	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
 
 	// pass runs the availability step at now; it reports whether status changed (what
@@ -60,7 +61,7 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 		t.Helper()
 		clk.SetTime(t0.Add(at))
 		before := sb.Status.DeepCopy()
-		r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
+		r.reconcileAvailability(context.Background(), scope, reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
 		return !equality.Semantic.DeepEqual(*before, sb.Status)
 	}
 	request := func(value string) { sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value} }
@@ -128,7 +129,7 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 
 	// A bucket last seen with its store unreachable is probed on every pass, but not
 	// on every new value: while a request is deferred, so is that probe.
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonStoreUnreachable, "down")
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonStoreUnreachable, "down")
 	for i, at := range []time.Duration{24 * time.Second, 25 * time.Second, 32 * time.Second} {
 		request(fmt.Sprintf("r%d", 24+i))
 		pass(at)
@@ -149,12 +150,12 @@ func TestDeferredProbeRequestRequeuesWithoutScheduler(t *testing.T) {
 	}}
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 1}}
 	sb.Status.BucketName = "b"
-	setCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
+	reconcile.SetCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
 	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
 	run := func(value string, at time.Duration) time.Duration {
 		clk.SetTime(t0.Add(at))
 		sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value}
-		return r.reconcileAvailability(context.Background(), scope, newStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
+		return r.reconcileAvailability(context.Background(), scope, reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
 	}
 	run("a", 0)
 	if requeue := run("b", 4*time.Second); requeue != 6*time.Second || s3c.heads["b"] != 1 {

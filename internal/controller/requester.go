@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // ProbeRequester turns an authenticated webhook request into a probe. It annotates the
@@ -47,7 +48,7 @@ func (q *ProbeRequester) RequestProbe(ctx context.Context, key types.NamespacedN
 	if err := q.Client.Get(ctx, key, sb); err != nil {
 		return err
 	}
-	return patchMetadata(ctx, q.Client, sb, func(o *bkv1.StorageBucket) {
+	return reconcile.PatchMetadata(ctx, q.Client, sb, func(o *bkv1.StorageBucket) {
 		if o.Annotations == nil {
 			o.Annotations = map[string]string{}
 		}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -70,8 +69,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) erro
 
 // rateLimiter backs off per object from 1s to 5m: a failing bucket retries soon, then
 // rarely, and never in a hot loop (the default starts at 5ms).
-func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
+func rateLimiter() workqueue.TypedRateLimiter[ctrl.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](time.Second, 5*time.Minute)
 }
 
 // SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
@@ -110,7 +109,7 @@ func (r *ObjectStoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // specOrLifecycleChanged passes creations, deletions, spec changes, the loss of our
 // finalizer and changes of the named annotations, but not status writes nor our own
 // finalizer's addition: the reconcile that added it went on without waiting (see
-// runReconcile), and being woken by its own writes would only send a second pass to a
+// reconcile.Run), and being woken by its own writes would only send a second pass to a
 // cache that may not have caught up with them. Other controllers' finalizers are none of
 // our business.
 func specOrLifecycleChanged(annotations ...string) predicate.Predicate {
@@ -161,45 +160,45 @@ func credentialsSecret() predicate.Predicate {
 	})
 }
 
-func (r *StorageBucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *StorageBucketReconciler) bucketsOfStore(ctx context.Context, o client.Object) []ctrl.Request {
 	return bucketsUsing(ctx, r.Client, o.GetName())
 }
 
-func bucketsUsing(ctx context.Context, c client.Reader, store string) []reconcile.Request {
+func bucketsUsing(ctx context.Context, c client.Reader, store string) []ctrl.Request {
 	return listRequests(ctx, c, client.MatchingFields{IndexStorageBucketStore: store})
 }
 
 // listRequests turns the StorageBuckets a list selects into reconcile requests.
-func listRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
+func listRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []ctrl.Request {
 	list := &bkv1.StorageBucketList{}
 	if err := c.List(ctx, list, opts...); err != nil {
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
+	out := make([]ctrl.Request, 0, len(list.Items))
 	for _, sb := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
 	}
 	return out
 }
 
 // bucketsOfSecret: an application-credentials Secret changes the connection Secrets of
 // every bucket on the stores that name it.
-func (r *StorageBucketReconciler) bucketsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var out []reconcile.Request
+func (r *StorageBucketReconciler) bucketsOfSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var out []ctrl.Request
 	for _, store := range storesReferencing(ctx, r.Client, o) {
 		out = append(out, bucketsUsing(ctx, r.Client, store.Name)...)
 	}
 	return out
 }
 
-func (r *StorageBucketReconciler) bucketsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *StorageBucketReconciler) bucketsInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
 	return listRequests(ctx, r.Client, client.InNamespace(o.GetName()))
 }
 
-func (r *ObjectStoreReconciler) storesOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var out []reconcile.Request
+func (r *ObjectStoreReconciler) storesOfSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var out []ctrl.Request
 	for _, store := range storesReferencing(ctx, r.Client, o) {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: store.Name}})
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: store.Name}})
 	}
 	return out
 }
@@ -212,6 +211,6 @@ func storesReferencing(ctx context.Context, c client.Reader, secret client.Objec
 	return list.Items
 }
 
-func storeOfBucket(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}}}
+func storeOfBucket(_ context.Context, o client.Object) []ctrl.Request {
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}}}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -39,7 +40,7 @@ func (r *StorageBucketReconciler) reconcileImplicitAccess(ctx context.Context, s
 	case !metav1.IsControlledBy(current, sb):
 		scope.accessVersion = current.ResourceVersion
 		if want {
-			return terminalf(bkv1.ReasonSecretConflict, "a BucketAccess %q not made for this StorageBucket exists; remove spec.access or rename it", sb.Name)
+			return reconcile.Terminalf(bkv1.ReasonSecretConflict, "a BucketAccess %q not made for this StorageBucket exists; remove spec.access or rename it", sb.Name)
 		}
 		return nil // someone's explicit access: not ours to touch
 	}

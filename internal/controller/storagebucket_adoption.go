@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -15,7 +16,7 @@ import (
 func (r *StorageBucketReconciler) checkAdoptionAllowed(ctx context.Context, scope *bucketScope) error {
 	sel := scope.store.Spec.Guardrails.AdoptionAllowedNamespaces
 	if sel == nil {
-		return terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q allows no adoption of existing buckets (guardrails.adoptionAllowedNamespaces is unset)",
+		return reconcile.Terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q allows no adoption of existing buckets (guardrails.adoptionAllowedNamespaces is unset)",
 			scope.bucket, scope.store.Name)
 	}
 	ok, err := r.namespaceSelected(ctx, sel, scope.sb.Namespace)
@@ -23,7 +24,7 @@ func (r *StorageBucketReconciler) checkAdoptionAllowed(ctx context.Context, scop
 		return err
 	}
 	if !ok {
-		return terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q's guardrails.adoptionAllowedNamespaces does not select namespace %q",
+		return reconcile.Terminalf(bkv1.ReasonAdoptionNotAllowed, "bucket %q already exists and ObjectStore %q's guardrails.adoptionAllowedNamespaces does not select namespace %q",
 			scope.bucket, scope.store.Name, scope.sb.Namespace)
 	}
 	return nil
@@ -43,7 +44,7 @@ func (r *StorageBucketReconciler) checkAdoptionOwner(ctx context.Context, scope 
 	if want == "" {
 		caller, err := scope.s3.CallerOwner(ctx)
 		if err != nil {
-			return asStepError(err, "reading whom the store names as the owner of the operator's buckets")
+			return reconcile.AsStepError(err, "reading whom the store names as the owner of the operator's buckets")
 		}
 		want = caller
 	}
@@ -52,11 +53,11 @@ func (r *StorageBucketReconciler) checkAdoptionOwner(ctx context.Context, scope 
 	case err == nil && got != "" && got == want:
 		return nil
 	case err != nil && kind != s3.KindAccessDenied && kind != s3.KindNotImplemented:
-		return asStepError(err, fmt.Sprintf("reading the owner of bucket %q", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the owner of bucket %q", scope.bucket))
 	}
 	log.FromContext(ctx).Info("adoption refused: the bucket is not the operator's account's",
 		"bucket", scope.bucket, "owner", got, "expected", want, "error", err,
 		"hint", "set the ObjectStore's guardrails.adoptionBucketOwner if the store names the operator's account differently")
-	return terminalf(bkv1.ReasonBucketNameTaken, "bucket %q belongs to another account: only a bucket of the account ObjectStore %q acts for can be adopted",
+	return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket %q belongs to another account: only a bucket of the account ObjectStore %q acts for can be adopted",
 		scope.bucket, scope.store.Name)
 }

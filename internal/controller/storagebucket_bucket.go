@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -31,15 +32,15 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 	case s3.KindNotFound:
 		return r.createBucket(ctx, scope)
 	case s3.KindAccessDenied:
-		return terminalf(bkv1.ReasonBucketNameTaken, "bucket %q exists but these credentials may not access it: it belongs to another account", scope.bucket)
+		return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket %q exists but these credentials may not access it: it belongs to another account", scope.bucket)
 	}
 	if err != nil {
-		return asStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
 	}
 
 	tags, err := scope.s3.GetBucketTagging(ctx, scope.bucket)
 	if err != nil {
-		return asStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
 	}
 	me := scope.owner
 	switch me.of(tags, scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
@@ -63,9 +64,9 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketBound, "Bind", "bound released bucket %s", scope.bucket)
 		return nil
 	case otherCluster:
-		return terminalf(bkv1.ReasonOwnedByAnotherCluster, "bucket %q belongs to another cluster sharing this store; it is never taken over", scope.bucket)
+		return reconcile.Terminalf(bkv1.ReasonOwnedByAnotherCluster, "bucket %q belongs to another cluster sharing this store; it is never taken over", scope.bucket)
 	case ownedByOther:
-		return terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to another StorageBucket; it is never taken over", scope.bucket)
+		return reconcile.Terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to another StorageBucket; it is never taken over", scope.bucket)
 	}
 
 	// Unowned. Our own earlier create, interrupted before tagging, is finished now.
@@ -78,7 +79,7 @@ func (r *StorageBucketReconciler) reconcileBucket(ctx context.Context, scope *bu
 		return nil
 	}
 	if sb.Spec.Adoption != bkv1.AdoptionIfUnowned {
-		return terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over, where the ObjectStore's guardrails allow adoption", scope.bucket)
+		return reconcile.Terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over, where the ObjectStore's guardrails allow adoption", scope.bucket)
 	}
 	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
 		return err
@@ -104,17 +105,17 @@ func createIntended(sb *bkv1.StorageBucket, bucket string) bool {
 func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
 	if scope.adoptOnly {
-		return terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket %q does not exist, and a name outside namespace %q's lane may adopt an existing bucket but not create one (guardrails.allowBucketNamesOutsideNamespace is off)",
+		return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket %q does not exist, and a name outside namespace %q's lane may adopt an existing bucket but not create one (guardrails.allowBucketNamesOutsideNamespace is off)",
 			scope.bucket, sb.Namespace)
 	}
-	recreating := sb.Status.BucketName == scope.bucket && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
+	recreating := sb.Status.BucketName == scope.bucket && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
 
 	// Recorded in status, which tenants cannot write, and written now rather than at
 	// the end of the pass: once CreateBucket is sent, a crash or a deletion must still
 	// find the proof that the bucket is this object's work.
 	if !createIntended(sb, scope.bucket) {
 		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID}
-		if err := scope.patcher.writeNow(ctx); err != nil {
+		if err := scope.patcher.WriteNow(ctx); err != nil {
 			return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
 		}
 	}
@@ -123,16 +124,16 @@ func (r *StorageBucketReconciler) createBucket(ctx context.Context, scope *bucke
 	switch s3.KindOf(err) {
 	case s3.KindBucketNameTaken:
 		sb.Status.CreateIntent = nil // nothing was created
-		return terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
+		return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
 	case s3.KindAlreadyOwnedByYou:
 		// Created by someone else with these credentials between our HEAD and CREATE:
 		// not our work, so the intent goes, and the next pass decides by tags as for
 		// any existing bucket.
 		sb.Status.CreateIntent = nil
-		return asStepError(err, fmt.Sprintf("bucket %q appeared while creating it", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("bucket %q appeared while creating it", scope.bucket))
 	}
 	if err != nil {
-		return asStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
+		return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
 	}
 	if err := r.tagOwner(ctx, scope, nil); err != nil {
 		return err
@@ -174,11 +175,11 @@ func (r *StorageBucketReconciler) tagOwner(ctx context.Context, scope *bucketSco
 	if len(tags) > bkv1.MaxBucketTags {
 		// Checked here, before anything is written: a pre-existing bucket's own tags
 		// are kept, and with the spec's and the ownership tags they may not fit.
-		return terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, the spec's and the ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+		return reconcile.Terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, the spec's and the ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
 			scope.bucket, len(tags), bkv1.MaxBucketTags)
 	}
 	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
-		return asStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
+		return reconcile.AsStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
 	}
 	return nil
 }
@@ -190,12 +191,12 @@ func (r *StorageBucketReconciler) provisioned(scope *bucketScope, reason, format
 	sb.Status.BucketName = scope.bucket
 	sb.Status.Region = scope.region
 	sb.Status.Endpoint = endpointOf(scope.store, scope.region)
-	if reason == bkv1.ReasonBucketBound && conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
-		c := findCondition(sb.Status.Conditions, bkv1.ConditionProvisioned)
-		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, c.Reason, c.Message)
+	if reason == bkv1.ReasonBucketBound && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionProvisioned)
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, c.Reason, c.Message)
 		return
 	}
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
 }
 
 // endpointOf is the URL applications use: the store's endpoint, or AWS's regional one.

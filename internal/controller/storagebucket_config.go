@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -34,7 +35,7 @@ type setting struct {
 	record func(*bkv1.AppliedConfiguration)
 }
 
-// reconcileConfiguration brings versioning, tags, lifecycle, public access and policy in
+// reconcileConfiguration brings versioning, tags, reconcile.Lifecycle, public access and policy in
 // line with the spec. It runs on a spec change and every SyncInterval, not on every
 // reconcile, so out-of-band drift is corrected without a read storm.
 //
@@ -46,8 +47,8 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 	sb := scope.sb
 	if !scope.syncing {
 		// Not re-read this time: the last verdict stands, including what the store lacks.
-		if c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured); c != nil && c.Reason == bkv1.ReasonNotSupportedByStore {
-			return terminalf(c.Reason, "%s", c.Message)
+		if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionConfigured); c != nil && c.Reason == bkv1.ReasonNotSupportedByStore {
+			return reconcile.Terminalf(c.Reason, "%s", c.Message)
 		}
 		return nil
 	}
@@ -64,7 +65,7 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 		case err != nil:
 			// What the settings before this one applied is on the bucket: recorded.
 			setApplied(sb, applied)
-			return asStepError(err, fmt.Sprintf("applying %s to bucket %q", s.name, scope.bucket))
+			return reconcile.AsStepError(err, fmt.Sprintf("applying %s to bucket %q", s.name, scope.bucket))
 		case wrote:
 			changed = append(changed, s.name)
 		}
@@ -80,17 +81,17 @@ func (r *StorageBucketReconciler) reconcileConfiguration(ctx context.Context, sc
 	now := r.Clock.Now()
 	if len(unsupported) > 0 {
 		r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), now)
-		return terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q does not support %s for bucket %q; the other settings are applied",
+		return reconcile.Terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q does not support %s for bucket %q; the other settings are applied",
 			scope.store.Name, strings.Join(unsupported, ", "), scope.bucket)
 	}
-	msg := "versioning, tags, lifecycle, public access and policy match the spec"
+	msg := "versioning, tags, reconcile.Lifecycle, public access and policy match the spec"
 	if !managed.exclusive {
 		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
 	}
 	if len(notes) > 0 {
 		msg += fmt.Sprintf(" (the store has no %s; its buckets are private unless a policy grants access)", strings.Join(notes, ", "))
 	}
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied, msg)
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionConfigured, metav1.ConditionTrue, bkv1.ReasonConfigApplied, msg)
 	r.synced.done(client.ObjectKeyFromObject(sb), sb.UID, syncVersion(scope), now)
 	return nil
 }
@@ -169,7 +170,7 @@ func tagsSetting(spec, own map[string]string, mine func(string) bool) func(conte
 			return false, nil
 		}
 		if len(want) > bkv1.MaxBucketTags {
-			return false, terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, which the operator keeps, the spec's and %d ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+			return false, reconcile.Terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, which the operator keeps, the spec's and %d ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
 				bucket, len(want), len(own), bkv1.MaxBucketTags)
 		}
 		return true, c.PutBucketTagging(ctx, bucket, want)
@@ -198,7 +199,7 @@ func sortedRules(rules []s3.LifecycleRule) []s3.LifecycleRule {
 }
 
 // lifecycleSetting merges the spec's rules into the bucket's configuration (see
-// mergeLifecycle) and writes the whole of it, as S3 replaces a lifecycle configuration
+// mergeLifecycle) and writes the whole of it, as S3 replaces a reconcile.Lifecycle configuration
 // whole; none left deletes it.
 func lifecycleSetting(want []s3.LifecycleRule, mine func(string) bool) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -62,7 +63,7 @@ type StorageBucketReconciler struct {
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
 type bucketScope struct {
 	sb      *bkv1.StorageBucket
-	patcher *statusPatcher
+	patcher *reconcile.StatusPatcher
 	store   *bkv1.ObjectStore
 	s3      s3.Client
 	bucket  string
@@ -95,25 +96,25 @@ type bucketScope struct {
 // Reconcile is level-triggered: it re-reads the StorageBucket, its store and the bucket
 // every time and never depends on which event woke it.
 func (r *StorageBucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return runReconcile(ctx, r.Client, req, &bkv1.StorageBucket{}, lifecycle[*bkv1.StorageBucket]{
-		kind:    "StorageBucket",
-		status:  func(sb *bkv1.StorageBucket) any { return sb.Status },
-		onWrite: r.OnStatusWrite,
-		gone: func(key types.NamespacedName) {
+	return reconcile.Run(ctx, r.Client, req, &bkv1.StorageBucket{}, reconcile.Lifecycle[*bkv1.StorageBucket]{
+		Kind:    "StorageBucket",
+		Status:  func(sb *bkv1.StorageBucket) any { return sb.Status },
+		OnWrite: r.OnStatusWrite,
+		Gone: func(key types.NamespacedName) {
 			r.synced.forget(key)
 			r.passes.forget(key)
 			r.Prober.forget(key)
 		},
-		deleting:  r.reconcileDelete,
-		suspended: func(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend },
-		suspend:   r.reconcileSuspended,
-		normal:    r.reconcileNormal,
+		Deleting:  r.reconcileDelete,
+		Suspended: func(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend },
+		Suspend:   r.reconcileSuspended,
+		Normal:    r.reconcileNormal,
 	})
 }
 
 // reconcileSuspended stops probing the bucket and records the suspension; the
 // guardrails still hold (checkSuspended).
-func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
 	r.passes.forget(client.ObjectKeyFromObject(sb))
 	r.Prober.forget(client.ObjectKeyFromObject(sb))
@@ -123,19 +124,19 @@ func (r *StorageBucketReconciler) reconcileSuspended(ctx context.Context, sb *bk
 
 // reconcileNormal runs the sub-reconcilers in order; each needs what the one before
 // established. The summary conditions are computed from whatever they reached.
-func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if result, done := r.probeOnly(ctx, sb, patcher); done {
 		return result, nil // nothing but the probe can have changed (storagebucket_probeonly.go)
 	}
-	if findCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
+	if reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
 		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
 		// sets Ready, Reconciling and Stalled afresh.
-		removeCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
-		removeCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
+		reconcile.RemoveCondition(&sb.Status.Conditions, bkv1.ConditionSuspended)
+		reconcile.RemoveCondition(&sb.Status.Conditions, bkv1.ConditionReconciling)
 	}
 	scope := &bucketScope{sb: sb, patcher: patcher}
-	if meta := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
-		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
+	if meta := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionAvailable); meta == nil {
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, metav1.ConditionUnknown, bkv1.ReasonNotProbed, "the bucket has not been probed yet")
 	}
 
 	steps := []struct {
@@ -149,14 +150,14 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 		{bkv1.ConditionReady, "writing the connection Secret", r.reconcileConnectionSecret},
 		{bkv1.ConditionReady, "granting the implicit access", r.reconcileImplicitAccess},
 	}
-	var failure *stepError
+	var failure *reconcile.StepError
 	failedCondition := ""
 	for _, step := range steps {
 		err := step.run(ctx, scope)
 		if err == nil {
 			continue
 		}
-		failure, failedCondition = asStepError(err, step.doing), step.condition
+		failure, failedCondition = reconcile.AsStepError(err, step.doing), step.condition
 		if failure.Reason != bkv1.ReasonNotSupportedByStore {
 			break // later steps need what this one failed to establish
 		}
@@ -178,13 +179,13 @@ func (r *StorageBucketReconciler) reconcileNormal(ctx context.Context, sb *bkv1.
 // summarize sets Ready, Reconciling and Stalled from the outcome, kstatus-style: Ready
 // is the verdict, Reconciling=True while retrying, Stalled=True when a human must act.
 // observedGeneration moves only when the generation got a final verdict.
-func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, failed string, err *stepError) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, failed string, err *reconcile.StepError) (ctrl.Result, error) {
 	conds := &sb.Status.Conditions
 	gen := sb.Generation
 	if err == nil {
-		setCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, fmt.Sprintf("bucket %s is provisioned and configured", sb.Status.BucketName))
-		removeCondition(conds, bkv1.ConditionReconciling)
-		removeCondition(conds, bkv1.ConditionStalled)
+		reconcile.SetCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, fmt.Sprintf("bucket %s is provisioned and configured", sb.Status.BucketName))
+		reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)
+		reconcile.RemoveCondition(conds, bkv1.ConditionStalled)
 		sb.Status.ObservedGeneration = gen
 		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 	}
@@ -201,10 +202,10 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 		return ctrl.Result{}, err
 	}
 	if failed != "" && failed != bkv1.ConditionReady && !err.Waiting {
-		setCondition(conds, gen, failed, metav1.ConditionFalse, err.Reason, err.Message)
+		reconcile.SetCondition(conds, gen, failed, metav1.ConditionFalse, err.Reason, err.Message)
 	}
-	return summarizeFailure(ctx, conds, gen, &sb.Status.ObservedGeneration, err, r.SyncInterval, func() {
-		patcher.afterWrite(func() {
+	return reconcile.SummarizeFailure(ctx, conds, gen, &sb.Status.ObservedGeneration, err, r.SyncInterval, func() {
+		patcher.AfterWrite(func() {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, err.Reason, "Reconcile", "%s", err.Message)
 		})
 	})
@@ -219,8 +220,8 @@ func (r *StorageBucketReconciler) summarize(ctx context.Context, sb *bkv1.Storag
 func markSuspended(sb *bkv1.StorageBucket) {
 	const msg = "reconciliation and probing are suspended (spec.suspend); the other conditions are as last verified"
 	conds, gen := &sb.Status.Conditions, sb.Generation
-	setCondition(conds, gen, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended, msg)
-	setCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionFalse, bkv1.ReasonSuspended, msg)
+	reconcile.SetCondition(conds, gen, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended, msg)
+	reconcile.SetCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionFalse, bkv1.ReasonSuspended, msg)
 	sb.Status.ObservedGeneration = gen
 }
 
@@ -229,8 +230,8 @@ func markSuspended(sb *bkv1.StorageBucket) {
 // verdict outlives a store outage; a bucket never provisioned, or whose spec changed
 // since, keeps waiting with Ready=False.
 func lastVerified(sb *bkv1.StorageBucket) bool {
-	ready := findCondition(sb.Status.Conditions, bkv1.ConditionReady)
-	return conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
+	ready := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady)
+	return reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) &&
 		sb.Status.ObservedGeneration == sb.Generation &&
 		ready != nil && ready.ObservedGeneration == sb.Generation
 }

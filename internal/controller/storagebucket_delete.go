@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -26,7 +27,7 @@ const purgePagesPerPass = 5
 
 // reconcileDelete carries out the deletion policy, then releases the finalizer. Only a
 // bucket this claim owns is ever touched; one that is gone or not ours needs nothing.
-func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, error) {
+func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -34,11 +35,11 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 
 	done, err := r.deleteExternal(ctx, sb, patcher)
 	if err != nil {
-		se := asStepError(err, "carrying out the deletion policy")
+		se := reconcile.AsStepError(err, "carrying out the deletion policy")
 		if se.Reason == bkv1.ReasonBucketNotEmpty {
 			r.warnDeletionBlocked(patcher, sb, se)
 		}
-		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message+abandonHint)
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message+abandonHint)
 		if se.Terminal {
 			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 		}
@@ -52,18 +53,18 @@ func (r *StorageBucketReconciler) reconcileDelete(ctx context.Context, sb *bkv1.
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
 		return ctrl.Result{}, err
 	}
-	err = patchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	err = reconcile.PatchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 // abandonHint ends every message of a blocked deletion with the way out.
 var abandonHint = fmt.Sprintf("; to abandon the bucket instead, annotate this StorageBucket %s=%s", bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
 
-func (r *StorageBucketReconciler) warnDeletionBlocked(patcher *statusPatcher, sb *bkv1.StorageBucket, se *stepError) {
-	if c := findCondition(sb.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == se.Reason {
+func (r *StorageBucketReconciler) warnDeletionBlocked(patcher *reconcile.StatusPatcher, sb *bkv1.StorageBucket, se *reconcile.StepError) {
+	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == se.Reason {
 		return
 	}
-	patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message) })
+	patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message) })
 }
 
 // knownBucket is the bucket this object knows it bound or set out to create: status
@@ -83,7 +84,7 @@ func knownBucket(sb *bkv1.StorageBucket) string {
 // bucket from status, the create intent, or (when a first pass was cut short before
 // either was written) the name the claim would use, and acts only on a bucket whose tags
 // say it is this object's, or that this object's intent proves it created.
-func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (bool, error) {
+func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, error) {
 	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketAbandoned", "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
 			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
@@ -98,7 +99,7 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 		if known == "" || sb.Spec.DeletionPolicy == bkv1.DeletionPolicyRetain || sb.Spec.DeletionPolicy == "" {
 			return true, nil // nothing was made, or nothing was to be deleted
 		}
-		return false, terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
+		return false, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
 			sb.Spec.ObjectStoreRef.Name, known, deletionVerb(sb.Spec.DeletionPolicy))
 	}
 	bucket := known
@@ -120,14 +121,14 @@ func (r *StorageBucketReconciler) deleteExternal(ctx context.Context, sb *bkv1.S
 		// account): only a status write lost after tagging leaves one behind, and the
 		// same rule binds it again.
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
-			bucket, asStepError(err, "releasing").Reason)
+			bucket, reconcile.AsStepError(err, "releasing").Reason)
 		return true, nil
 	}
 	return done, err
 }
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.
-func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
+func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
 	c, err := r.Stores.ClientForRegion(ctx, store, cmp.Or(sb.Status.Region, sb.Spec.Region), sb.Namespace)
 	if err != nil {
 		return false, err
@@ -136,11 +137,11 @@ func (r *StorageBucketReconciler) deleteOwnedBucket(ctx context.Context, sb *bkv
 		if s3.KindOf(err) == s3.KindNotFound {
 			return true, nil
 		}
-		return false, asStepError(err, fmt.Sprintf("checking bucket %q before deletion", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q before deletion", bucket))
 	}
 	tags, err := c.GetBucketTagging(ctx, bucket)
 	if err != nil {
-		return false, asStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
 	}
 	me, err := r.ownerOf(ctx, sb)
 	if err != nil {
@@ -177,7 +178,7 @@ func (r *StorageBucketReconciler) releaseBucket(ctx context.Context, sb *bkv1.St
 	delete(released, bkv1.TagUID)
 	maps.Copy(released, me.releasedTags())
 	if err := c.PutBucketTagging(ctx, bucket, released); err != nil {
-		return false, asStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
 	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketReleased", "Delete", "bucket %s retained and released for %s", bucket, claimOf(sb))
 	return true, nil
@@ -189,11 +190,11 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 	case s3.KindNotFound:
 		return true, nil
 	case s3.KindNotEmpty:
-		return false, &stepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
+		return false, &reconcile.StepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
 			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy Delete deletes only an empty bucket: empty it, or set deletionPolicy Purge to delete its contents too", bucket)}
 	}
 	if err != nil {
-		return false, asStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
 	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted bucket %s", bucket)
 	return true, nil
@@ -203,7 +204,7 @@ func (r *StorageBucketReconciler) deleteBucket(ctx context.Context, sb *bkv1.Sto
 // delete marker, a few pages at a time, then the bucket. Each pass starts listing
 // afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
 // most every purgeReportInterval (see purgeProgress), not on every pass.
-func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
+func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
 	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
 	if err != nil {
 		return false, err
@@ -218,7 +219,7 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 		}
 		res, err := c.ListObjectVersions(ctx, bucket, page)
 		if err != nil {
-			return false, asStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
 		}
 		ids := make([]s3.ObjectID, 0, len(res.Versions))
 		for _, v := range res.Versions {
@@ -226,7 +227,7 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 		}
 		if len(ids) > 0 {
 			if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-				return false, asStepError(err, fmt.Sprintf("purging objects of bucket %q", bucket))
+				return false, reconcile.AsStepError(err, fmt.Sprintf("purging objects of bucket %q", bucket))
 			}
 			deleted += len(ids)
 		}
@@ -249,7 +250,7 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 			// next pass lists again. Not an error a person has to act on.
 		default:
 			if err != nil {
-				return false, asStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
+				return false, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
 			}
 			r.purges.forget(sb.UID)
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
@@ -258,8 +259,8 @@ func (r *StorageBucketReconciler) purgeBucket(ctx context.Context, sb *bkv1.Stor
 	}
 	if r.purges.reportDue(sb.UID, r.Clock.Now()) {
 		msg := fmt.Sprintf("purging bucket %q: %s; %s", bucket, progress.totals(), progress.left(versionsLeft || uploadsLeft))
-		setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
-		patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
+		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
 	}
 	return false, nil
 }
@@ -277,14 +278,14 @@ func abortUploads(ctx context.Context, c s3.Client, bucket string, spend purgeSp
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, asStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
+		return 0, false, reconcile.AsStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
 	}
 	for _, u := range page.Uploads {
 		if !spend.take(1) {
 			return aborted, true, nil
 		}
 		if err := c.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil {
-			return aborted, false, asStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
+			return aborted, false, reconcile.AsStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
 		}
 		aborted++
 	}

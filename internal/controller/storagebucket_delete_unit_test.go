@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -75,7 +76,7 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 			t.Fatalf("not done after %d passes: %d uploads left", passes-1, len(bucket.uploads))
 		}
 		before := bucket.requests
-		patcher := newStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
+		patcher := reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
 		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend)
 		if err != nil {
 			t.Fatal(err)

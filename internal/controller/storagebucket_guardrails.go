@@ -7,6 +7,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // reconcileGuardrails refuses what the ObjectStore's guardrails do not allow, before
@@ -28,30 +29,30 @@ func (r *StorageBucketReconciler) reconcileGuardrails(ctx context.Context, scope
 	}
 	if err := r.withdrawForbidden(ctx, scope, refusal); err != nil {
 		// The refusal stands; what it forbids is still on the bucket, so retry.
-		return &stepError{Reason: refusal.Reason, Message: refusal.Message + "; removing what it forbids from the bucket failed, will retry", Err: err}
+		return &reconcile.StepError{Reason: refusal.Reason, Message: refusal.Message + "; removing what it forbids from the bucket failed, will retry", Err: err}
 	}
 	return refusal
 }
 
 // checkGuardrails is the guardrails' verdict on the claim, from its spec and the store's
 // spec alone.
-func checkGuardrails(scope *bucketScope) *stepError {
+func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
 	if prefix := store.Spec.BucketNamePrefix; sb.Spec.BucketName != "" && prefix != "" && !rails.AllowAnyBucketName && !strings.HasPrefix(sb.Spec.BucketName, prefix) {
-		return terminalf(bkv1.ReasonBucketNameNotAllowed, "bucketName %q does not start with ObjectStore %q's bucketNamePrefix %q, and its guardrails.allowAnyBucketName is off",
+		return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucketName %q does not start with ObjectStore %q's bucketNamePrefix %q, and its guardrails.allowAnyBucketName is off",
 			sb.Spec.BucketName, store.Name, prefix)
 	}
 	if !rails.DeletionPolicyAllowed(sb.Spec.DeletionPolicy) {
-		return terminalf(bkv1.ReasonDeletionPolicyNotAllowed, "deletionPolicy %s is not among ObjectStore %q's guardrails.allowedDeletionPolicies %v",
+		return reconcile.Terminalf(bkv1.ReasonDeletionPolicyNotAllowed, "deletionPolicy %s is not among ObjectStore %q's guardrails.allowedDeletionPolicies %v",
 			sb.Spec.DeletionPolicy, store.Name, rails.AllowedDeletionPolicies)
 	}
 	var refused *guardrail.PolicyError
 	if err := guardrail.CheckTags(sb.Spec.Tags); errors.As(err, &refused) {
-		return terminalf(bkv1.ReasonInvalidTags, "%s", refused.Message)
+		return reconcile.Terminalf(bkv1.ReasonInvalidTags, "%s", refused.Message)
 	}
 	if sb.Spec.PublicAccess == bkv1.PublicAccessAllowed && !rails.AllowPublicBuckets {
-		return terminalf(bkv1.ReasonPublicAccessNotAllowed, "publicAccess: Allowed needs ObjectStore %q's guardrails.allowPublicBuckets", store.Name)
+		return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "publicAccess: Allowed needs ObjectStore %q's guardrails.allowPublicBuckets", store.Name)
 	}
 	if raw := policyDocument(sb.Spec.Policy); raw != "" {
 		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket)
@@ -60,10 +61,10 @@ func checkGuardrails(scope *bucketScope) *stepError {
 			if errors.As(err, &refused) {
 				message = refused.Message
 			}
-			return terminalf(bkv1.ReasonPolicyNotAllowed, "%s", message)
+			return reconcile.Terminalf(bkv1.ReasonPolicyNotAllowed, "%s", message)
 		}
 		if report.Public != "" && !rails.AllowPublicBuckets {
-			return terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
+			return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
 				report.Public, store.Name)
 		}
 		scope.policy = report.Canonical

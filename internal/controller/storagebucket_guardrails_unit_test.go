@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // TestGuardrailsPassOnTheCheckedPolicy: what the configuration step sends is the policy
@@ -52,7 +53,7 @@ func TestGuardrailsPassOnTheCheckedPolicy(t *testing.T) {
 			bkv1.ReasonPublicAccessNotAllowed, "allowPublicBuckets"},
 	} {
 		scope, err := guard(c.policy)
-		var se *stepError
+		var se *reconcile.StepError
 		if !errors.As(err, &se) || !se.Terminal || se.Reason != c.reason || !strings.Contains(se.Message, c.names) {
 			t.Errorf("%s: err = %#v, want a terminal %s naming %s", c.name, err, c.reason, c.names)
 		}

@@ -10,6 +10,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // checkNameLane holds an explicit bucket name to its namespace's lane (naming.LaneStem):
@@ -24,7 +25,7 @@ import (
 // cannot write, says so: a bucket provisioned before lanes keeps working); or the claim
 // asks to adopt and the store lets its namespace adopt, in which case it may take an
 // existing bucket but never create one (scope.adoptOnly).
-func (r *StorageBucketReconciler) checkNameLane(ctx context.Context, scope *bucketScope) (*stepError, error) {
+func (r *StorageBucketReconciler) checkNameLane(ctx context.Context, scope *bucketScope) (*reconcile.StepError, error) {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
 	name := sb.Spec.BucketName
@@ -45,7 +46,7 @@ func (r *StorageBucketReconciler) checkNameLane(ctx context.Context, scope *buck
 			return nil, nil
 		}
 	}
-	return terminalf(bkv1.ReasonBucketNameNotAllowed,
+	return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed,
 		"bucketName %q is outside namespace %q's lane on ObjectStore %q: a bucket a claim creates must be named %q followed by a name that belongs to no longer namespace's lane and does not end in a hyphen and 8 hex digits (guardrails.allowBucketNamesOutsideNamespace is off)",
 		name, sb.Namespace, store.Name, naming.LaneStem(store.Spec.BucketNamePrefix, sb.Namespace)), nil
 }

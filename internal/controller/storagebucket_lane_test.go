@@ -14,6 +14,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 // TestNameLane: which explicit names a claim of namespace "team-a" may create a bucket
@@ -78,7 +79,7 @@ func TestNameLane(t *testing.T) {
 			}
 			scope := &bucketScope{sb: sb, store: store, bucket: c.bucket}
 			err := r.reconcileGuardrails(context.Background(), scope)
-			var se *stepError
+			var se *reconcile.StepError
 			switch {
 			case c.refused && (!errors.As(err, &se) || se.Reason != bkv1.ReasonBucketNameNotAllowed || !se.Terminal):
 				t.Fatalf("err = %v, want a terminal BucketNameNotAllowed", err)
@@ -102,7 +103,7 @@ func TestAdoptOnlyNameCreatesNothing(t *testing.T) {
 	f := &fakeS3{}
 	scope := &bucketScope{sb: sb, s3: f, bucket: "acme-team-c-logs", adoptOnly: true}
 	err := (&StorageBucketReconciler{}).createBucket(context.Background(), scope)
-	var se *stepError
+	var se *reconcile.StepError
 	if !errors.As(err, &se) || se.Reason != bkv1.ReasonBucketNameNotAllowed {
 		t.Fatalf("err = %v, want BucketNameNotAllowed", err)
 	}

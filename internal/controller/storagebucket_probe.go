@@ -20,6 +20,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -156,7 +157,7 @@ func probeTimeout(sb *bkv1.StorageBucket) time.Duration {
 // is due, the spec changed or a probe was requested. It returns a requeue delay when the
 // probe found something the provisioning path must fix at once (a vanished bucket), and
 // records in scope.probeWake when the scheduler will wake the bucket next.
-func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, scope *bucketScope, patcher *statusPatcher, failure *stepError) time.Duration {
+func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, scope *bucketScope, patcher *reconcile.StatusPatcher, failure *reconcile.StepError) time.Duration {
 	p, sb := r.Prober, scope.sb
 	if p == nil {
 		return 0
@@ -174,7 +175,7 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 	if scope.s3 == nil {
 		return 0
 	}
-	if sb.Status.BucketName != scope.bucket || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+	if sb.Status.BucketName != scope.bucket || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
 		return 0
 	}
 
@@ -228,8 +229,8 @@ func (r *StorageBucketReconciler) reconcileAvailability(ctx context.Context, sco
 		case bkv1.ReasonStoreUnreachable:
 			r.Stores.RequestCheck(scope.store.Name)
 		}
-	} else if c := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil && c.ObservedGeneration != sb.Generation {
-		setCondition(&sb.Status.Conditions, sb.Generation, c.Type, c.Status, c.Reason, c.Message)
+	} else if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil && c.ObservedGeneration != sb.Generation {
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, c.Type, c.Status, c.Reason, c.Message)
 	}
 	p.save(key, st)
 	wake := st.nextDue
@@ -278,7 +279,7 @@ func earliestDelay(a, b time.Duration) time.Duration {
 }
 
 func availabilityReason(sb *bkv1.StorageBucket) string {
-	if c := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil {
+	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionAvailable); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -307,7 +308,7 @@ func (r *StorageBucketReconciler) runProbe(ctx context.Context, scope *bucketSco
 	case errors.Is(err, errCanaryMismatch) || errors.Is(err, errCanaryLost):
 		res.status, res.reason, res.message = metav1.ConditionFalse, bkv1.ReasonProbeFailed, fmt.Sprintf("the ReadWrite probe of bucket %q failed: %v", bucket, err)
 	default:
-		res.status, res.reason = probeVerdictOf(ctx, err)
+		res.status, res.reason = reconcile.ProbeVerdictOf(ctx, err)
 		kind := s3.KindOf(err)
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
@@ -358,9 +359,9 @@ func canaryProbe(ctx context.Context, c s3.Client, bucket, key string) error {
 // recordProbe writes a probe's verdict into status, economically (after Kubernetes'
 // node heartbeats, KEP-589): status changes when the verdict or the failure count does,
 // and lastProbeTime is otherwise refreshed at most once per heartbeat.
-func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.StorageBucket, res probeResult, now time.Time, probed bool) {
+func (r *StorageBucketReconciler) recordProbe(patcher *reconcile.StatusPatcher, sb *bkv1.StorageBucket, res probeResult, now time.Time, probed bool) {
 	p := r.Prober
-	prev := findCondition(sb.Status.Conditions, bkv1.ConditionAvailable)
+	prev := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionAvailable)
 	changed := prev == nil || prev.Status != res.status || prev.Reason != res.reason
 	// A bucket's first verdict is announced only when it is bad news: a first probe that
 	// succeeds confirms what the creation (or binding) event already told, and a second
@@ -382,7 +383,7 @@ func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.S
 		sb.Status.LastProbeLatency = &metav1.Duration{Duration: res.latency.Round(time.Millisecond)}
 	}
 	sb.Status.Available, sb.Status.ConsecutiveProbeFailures = available, failures
-	setCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, res.status, res.reason, res.message)
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionAvailable, res.status, res.reason, res.message)
 	if p.Available != nil {
 		p.Available(client.ObjectKeyFromObject(sb), available, false)
 	}
@@ -391,7 +392,7 @@ func (r *StorageBucketReconciler) recordProbe(patcher *statusPatcher, sb *bkv1.S
 		if res.status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		patcher.afterWrite(func() { r.Recorder.Eventf(sb, nil, eventType, res.reason, "Probe", "%s", res.message) })
+		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, eventType, res.reason, "Probe", "%s", res.message) })
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -83,10 +84,10 @@ func (m *passMemo) forget(key types.NamespacedName) {
 
 // rememberPass records what a full pass saw, when it ended with the bucket Ready for its
 // generation; any other outcome forgets, so the next reconcile is a full pass again.
-func (r *StorageBucketReconciler) rememberPass(scope *bucketScope, patcher *statusPatcher, failure *stepError) {
+func (r *StorageBucketReconciler) rememberPass(scope *bucketScope, patcher *reconcile.StatusPatcher, failure *reconcile.StepError) {
 	sb := scope.sb
 	key := client.ObjectKeyFromObject(sb)
-	if failure != nil || scope.store == nil || scope.secretVersion == "" || !lastVerified(sb) || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
+	if failure != nil || scope.store == nil || scope.secretVersion == "" || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
 		r.passes.forget(key)
 		return
 	}
@@ -100,22 +101,22 @@ func (r *StorageBucketReconciler) rememberPass(scope *bucketScope, patcher *stat
 
 // followWrite keeps the record on the object's resourceVersion across this reconcile's
 // own status write, which changes nothing a full pass reads but the status it made.
-func (r *StorageBucketReconciler) followWrite(patcher *statusPatcher, key types.NamespacedName, sb *bkv1.StorageBucket) {
+func (r *StorageBucketReconciler) followWrite(patcher *reconcile.StatusPatcher, key types.NamespacedName, sb *bkv1.StorageBucket) {
 	from := sb.ResourceVersion
-	patcher.afterWrite(func() { r.passes.wrote(key, sb.UID, from, sb.ResourceVersion) })
+	patcher.AfterWrite(func() { r.passes.wrote(key, sb.UID, from, sb.ResourceVersion) })
 }
 
 // probeOnly is the reconcile of a bucket that only its probe may concern (see the
 // comment at the top of this file). It reports false, having done nothing, when a full
 // pass is needed.
-func (r *StorageBucketReconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patcher *statusPatcher) (ctrl.Result, bool) {
+func (r *StorageBucketReconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, bool) {
 	if r.Prober == nil || r.Prober.Naive {
 		// The benchmark's baseline models a design that reconciles in full on every tick.
 		return ctrl.Result{}, false
 	}
 	key := client.ObjectKeyFromObject(sb)
 	rec, ok := r.passes.get(key)
-	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
+	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
 		return ctrl.Result{}, false
 	}
 	if requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]; requested != "" && requested != sb.Status.LastHandledProbeRequest {

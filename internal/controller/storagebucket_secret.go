@@ -16,6 +16,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -50,7 +51,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 		if err := r.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Not in our cache, so not labelled as ours: someone else's Secret.
-				return terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q already exists and is not managed by this StorageBucket; set spec.connectionSecret.name to another name", name)
+				return reconcile.Terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q already exists and is not managed by this StorageBucket; set spec.connectionSecret.name to another name", name)
 			}
 			return err
 		}
@@ -58,7 +59,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 	case err != nil:
 		return err
 	case !metav1.IsControlledBy(current, sb) && !leftByEarlierIncarnation(current, sb):
-		return terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q is controlled by another object; set spec.connectionSecret.name to another name", name)
+		return reconcile.Terminalf(bkv1.ReasonConnectionSecretConflict, "Secret %q is controlled by another object; set spec.connectionSecret.name to another name", name)
 	default:
 		// The cache keeps Secrets without their data, with its digest instead
 		// (TransformSecret); a copy that left metadata out is read whole before it
@@ -139,7 +140,7 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	endpoint := endpointOf(scope.store, scope.region)
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q has an unparsable endpoint", scope.store.Name)
+		return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q has an unparsable endpoint", scope.store.Name)
 	}
 	port := u.Port()
 	if port == "" {
@@ -166,7 +167,7 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 	scope.appCredentialsVersion = app.ResourceVersion
 	id, secret := app.Data[bkv1.CredentialsKeyAccessKeyID], app.Data[bkv1.CredentialsKeySecretAccessKey]
 	if len(id) == 0 || len(secret) == 0 {
-		return nil, terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
+		return nil, reconcile.Terminalf(bkv1.ReasonCredentialsMissing, "application credentials Secret %s must have the keys %s and %s",
 			types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, bkv1.CredentialsKeyAccessKeyID, bkv1.CredentialsKeySecretAccessKey)
 	}
 	data[bkv1.SecretKeyAWSAccessKeyID], data[bkv1.SecretKeyAWSSecretKey] = id, secret

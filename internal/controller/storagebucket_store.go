@@ -12,6 +12,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -22,12 +23,12 @@ func (r *StorageBucketReconciler) reconcileStore(ctx context.Context, scope *buc
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
 		if apierrors.IsNotFound(err) {
-			return terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
+			return reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
 		}
 		return err
 	}
 	if !store.DeletionTimestamp.IsZero() {
-		return terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
+		return reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
 	}
 	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
 		return err
@@ -60,10 +61,10 @@ func (r *StorageBucketReconciler) checkNamespaceAllowed(ctx context.Context, sto
 	}
 	ok, err := r.namespaceSelected(ctx, store.Spec.AllowedNamespaces, namespace)
 	if err != nil {
-		return terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
+		return reconcile.Terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
 	}
 	if !ok {
-		return terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces)", namespace, store.Name)
+		return reconcile.Terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces)", namespace, store.Name)
 	}
 	return nil
 }
@@ -87,22 +88,22 @@ func (r *StorageBucketReconciler) namespaceSelected(ctx context.Context, sel *me
 // message (endpoint addresses, TLS chain text) is the platform team's to read: tenants
 // see the reason and where to look, not the store's internals.
 func storeHealth(store *bkv1.ObjectStore) error {
-	ready := findCondition(store.Status.Conditions, bkv1.ConditionReady)
+	ready := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady)
 	switch {
 	case ready == nil || ready.ObservedGeneration != store.Generation:
-		return waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
+		return reconcile.Waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
 	case ready.Status == metav1.ConditionTrue:
 		return nil
 	}
-	verdict := storeVerdictOf(ready.Reason)
-	if verdict.terminal {
-		return terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
+	verdict := reconcile.StoreVerdictOf(ready.Reason)
+	if verdict.Terminal {
+		return reconcile.Terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
 	}
-	state := verdict.bucketMessage
+	state := verdict.BucketMessage
 	if state == "" {
 		state = fmt.Sprintf("is not ready (%s)", ready.Reason)
 	}
-	return waitingf(verdict.bucketReason, "ObjectStore %q %s; its status has the details", store.Name, state)
+	return reconcile.Waitingf(verdict.BucketReason, "ObjectStore %q %s; its status has the details", store.Name, state)
 }
 
 // bucketNameFor keeps a name once recorded, so a later change of the store's prefix

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -52,21 +53,21 @@ func (r *StorageBucketReconciler) syncRequeue(sb *bkv1.StorageBucket) time.Durat
 // not enough: a reconcile may read an object from the cache before its last status write
 // arrived, and must then redo the work rather than summarise an empty status.
 func settled(sb *bkv1.StorageBucket) bool {
-	if sb.Status.BucketName == "" || !conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+	if sb.Status.BucketName == "" || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
 		return false
 	}
-	c := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
+	c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
 	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == bkv1.ReasonNotSupportedByStore)
 }
 
 // resumable says whether a settled bucket unknown to this process may wait for its slot:
 // Ready and configured for its current generation, with the configuration it wants now
 // recorded as applied. Anything less is checked at once. "Ready" includes the stable
-// verdict that the store lacks a setting the spec asks for (Versity and lifecycle):
+// verdict that the store lacks a setting the spec asks for (Versity and reconcile.Lifecycle):
 // reading again at once would only give the same answer.
 func resumable(sb *bkv1.StorageBucket, hash string) bool {
-	ready := findCondition(sb.Status.Conditions, bkv1.ConditionReady)
-	configured := findCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
+	ready := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady)
+	configured := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionConfigured)
 	return sb.Status.Applied != nil && sb.Status.Applied.Hash == hash &&
 		ready != nil && ready.ObservedGeneration == sb.Generation &&
 		(ready.Status == metav1.ConditionTrue || ready.Reason == bkv1.ReasonNotSupportedByStore) &&

@@ -11,6 +11,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -53,12 +54,12 @@ func (r *StorageBucketReconciler) checkSuspended(ctx context.Context, scope *buc
 		}
 		err = r.reconcileGuardrails(ctx, scope)
 	}
-	var refusal *stepError
+	var refusal *reconcile.StepError
 	if !errors.As(err, &refusal) || !guardrailReasons[refusal.Reason] {
 		return ctrl.Result{}, err
 	}
-	result, rerr := summarizeFailure(ctx, &sb.Status.Conditions, sb.Generation, &sb.Status.ObservedGeneration, refusal, r.SyncInterval, func() {
-		scope.patcher.afterWrite(func() {
+	result, rerr := reconcile.SummarizeFailure(ctx, &sb.Status.Conditions, sb.Generation, &sb.Status.ObservedGeneration, refusal, r.SyncInterval, func() {
+		scope.patcher.AfterWrite(func() {
 			r.Recorder.Eventf(sb, nil, "Warning", refusal.Reason, "Reconcile", "%s", refusal.Message)
 		})
 	})
@@ -74,13 +75,13 @@ func (r *StorageBucketReconciler) checkSuspended(ctx context.Context, scope *buc
 // configures nothing. Nothing is taken from a bucket the claim never provisioned, nor a
 // policy the operator never set (found on an adopted bucket), nor one that still passes
 // (a tenant's refused change leaves the policy it replaces in place).
-func (r *StorageBucketReconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, refusal *stepError) error {
+func (r *StorageBucketReconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, refusal *reconcile.StepError) error {
 	sb, store := scope.sb, scope.store
 	if refusal.Reason != bkv1.ReasonPublicAccessNotAllowed && refusal.Reason != bkv1.ReasonPolicyNotAllowed {
 		return nil
 	}
 	if scope.s3 == nil || sb.Status.BucketName == "" || sb.Status.BucketName != scope.bucket ||
-		!conditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		!reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
 		return nil
 	}
 	withdrawn := false
@@ -109,7 +110,7 @@ func (r *StorageBucketReconciler) withdrawForbidden(ctx context.Context, scope *
 	}
 	if withdrawn {
 		log.FromContext(ctx).Info("withdrew from the bucket what the store's guardrails now refuse", "bucket", scope.bucket, "reason", refusal.Reason)
-		scope.patcher.afterWrite(func() {
+		scope.patcher.AfterWrite(func() {
 			r.Recorder.Eventf(sb, nil, "Warning", refusal.Reason, "Withdraw",
 				"removed from bucket %s what ObjectStore %q's guardrails now refuse (public access or policy)", scope.bucket, store.Name)
 		})

@@ -1,18 +1,18 @@
-package controller
+package reconcile
 
 import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+func FindCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 	return apimeta.FindStatusCondition(conds, typ)
 }
 
-func removeCondition(conds *[]metav1.Condition, typ string) {
+func RemoveCondition(conds *[]metav1.Condition, typ string) {
 	apimeta.RemoveStatusCondition(conds, typ)
 }
 
-func conditionIsTrue(conds []metav1.Condition, typ string) bool {
+func ConditionIsTrue(conds []metav1.Condition, typ string) bool {
 	return apimeta.IsStatusConditionTrue(conds, typ)
 }

@@ -1,4 +1,4 @@
-package controller
+package reconcile
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -24,19 +22,19 @@ func TestKindVerdictsComplete(t *testing.T) {
 	n := 0
 	for k := s3.KindUnknown; !strings.HasPrefix(k.String(), "Kind("); k++ {
 		n++
-		if int(k) >= len(kindVerdicts) {
+		if int(k) >= len(KindVerdicts) {
 			t.Errorf("kind %s has no verdict", k)
 			continue
 		}
-		v := kindVerdicts[k]
-		if v.reason == "" || v.health == "" || v.healthMessage == "" {
+		v := KindVerdicts[k]
+		if v.Reason == "" || v.Health == "" || v.HealthMessage == "" {
 			t.Errorf("kind %s has an incomplete verdict %+v", k, v)
 		}
 	}
-	if n != len(kindVerdicts) {
-		t.Errorf("the table has %d verdicts for %d kinds", len(kindVerdicts), n)
+	if n != len(KindVerdicts) {
+		t.Errorf("the table has %d verdicts for %d kinds", len(KindVerdicts), n)
 	}
-	if v := verdictOf(s3.Kind(1000)); v != kindVerdicts[s3.KindUnknown] {
+	if v := VerdictOf(s3.Kind(1000)); v != KindVerdicts[s3.KindUnknown] {
 		t.Errorf("verdictOf(unknown kind) = %+v, want the verdict of KindUnknown", v)
 	}
 }
@@ -83,14 +81,14 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		if got := s3.KindOf(err); got != w.kind {
 			t.Fatalf("KindOf = %v, want %v (err: %v)", got, w.kind, err)
 		}
-		se := asStepError(err, "checking")
+		se := AsStepError(err, "checking")
 		if se.Reason != w.reason || se.Terminal != w.terminal || se.Waiting {
 			t.Errorf("step verdict = reason %q terminal %v waiting %v, want %q %v false", se.Reason, se.Terminal, se.Waiting, w.reason, w.terminal)
 		}
-		if reason, msg := healthVerdict(err); reason != w.health || msg == "" {
+		if reason, msg := HealthVerdict(err); reason != w.health || msg == "" {
 			t.Errorf("health verdict = %q (%q), want %q", reason, msg, w.health)
 		}
-		if _, reason := probeVerdictOf(context.Background(), err); reason != w.probe {
+		if _, reason := ProbeVerdictOf(context.Background(), err); reason != w.probe {
 			t.Errorf("probe verdict = %q, want %q", reason, w.probe)
 		}
 	}
@@ -162,42 +160,4 @@ func verdictTestContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// TestStoreVerdicts: what a store's Ready reason does to the buckets on it.
-func TestStoreVerdicts(t *testing.T) {
-	tests := []struct {
-		reason   string
-		terminal bool
-		// bucketReason is the reason a bucket waits with when not terminal.
-		bucketReason string
-	}{
-		{bkv1.ReasonCredentialsMissing, true, ""},
-		{bkv1.ReasonCredentialsInvalid, true, ""},
-		{bkv1.ReasonTLSError, true, ""},
-		{bkv1.ReasonStoreUnreachable, false, bkv1.ReasonStoreUnreachable},
-		{bkv1.ReasonConfigFailed, false, bkv1.ReasonObjectStoreNotReady},
-		{bkv1.ReasonProgressing, false, bkv1.ReasonObjectStoreNotReady},
-		{bkv1.ReasonForbidden, false, bkv1.ReasonObjectStoreNotReady},
-	}
-	for _, tc := range tests {
-		t.Run(tc.reason, func(t *testing.T) {
-			store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "s3", Generation: 2}}
-			setCondition(&store.Status.Conditions, 2, bkv1.ConditionReady, metav1.ConditionFalse, tc.reason, "details for the admin")
-			se := asStepError(storeHealth(store), "checking the ObjectStore")
-			switch {
-			case tc.terminal:
-				if !se.Terminal || se.Waiting || se.Reason != tc.reason {
-					t.Errorf("storeHealth = %+v, want terminal with reason %s", se, tc.reason)
-				}
-			default:
-				if se.Terminal || !se.Waiting || se.Reason != tc.bucketReason {
-					t.Errorf("storeHealth = %+v, want waiting with reason %s", se, tc.bucketReason)
-				}
-			}
-			if strings.Contains(se.Message, "details for the admin") {
-				t.Errorf("the store's own message reached the bucket: %q", se.Message)
-			}
-		})
-	}
 }

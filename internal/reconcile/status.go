@@ -1,4 +1,4 @@
-package controller
+package reconcile
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// statusPatcher writes an object's status once, at the end of a reconcile, and only when
+// StatusPatcher writes an object's status once, at the end of a reconcile, and only when
 // it changed: a reconcile that found everything in order costs no API write. It is made
-// for one object and knows that object's kind (newStatusPatcher), so no caller has to
+// for one object and knows that object's kind (NewStatusPatcher), so no caller has to
 // say again which status to compare.
-type statusPatcher struct {
+type StatusPatcher struct {
 	client client.Client
 	// obj is the object the reconcile works on; before is its copy as last written.
 	obj, before client.Object
@@ -28,10 +28,10 @@ type statusPatcher struct {
 	onCommit []func()
 }
 
-// newStatusPatcher takes the copy of obj that later writes compare against. status
+// NewStatusPatcher takes the copy of obj that later writes compare against. status
 // returns the status of an object of obj's kind; onWrite may be nil.
-func newStatusPatcher[T client.Object](c client.Client, obj T, status func(T) any, onWrite func()) *statusPatcher {
-	return &statusPatcher{
+func NewStatusPatcher[T client.Object](c client.Client, obj T, status func(T) any, onWrite func()) *StatusPatcher {
+	return &StatusPatcher{
 		client:  c,
 		obj:     obj,
 		before:  obj.DeepCopyObject().(client.Object),
@@ -42,18 +42,18 @@ func newStatusPatcher[T client.Object](c client.Client, obj T, status func(T) an
 
 // afterWrite queues f to run once the status write succeeds; it is dropped when the
 // write is skipped (no transition) or fails (the retry decides again).
-func (p *statusPatcher) afterWrite(f func()) { p.onCommit = append(p.onCommit, f) }
+func (p *StatusPatcher) AfterWrite(f func()) { p.onCommit = append(p.onCommit, f) }
 
 // patch sends a merge patch of the object's status against the copy taken at the start.
 // Only the status parts are compared, so metadata or spec differences (a finalizer just
 // added) never cause a status write.
-func (p *statusPatcher) patch(ctx context.Context) error {
+func (p *StatusPatcher) patch(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(p.status(p.before), p.status(p.obj)) {
 		return nil
 	}
 	// The optimistic lock makes a reconcile that worked from a stale cached copy fail
 	// with a conflict (and retry) instead of overwriting newer conditions.
-	// Metadata patches earlier in this reconcile (patchMetadata) moved the resource
+	// Metadata patches earlier in this reconcile (PatchMetadata) moved the resource
 	// version on; the status they saw is still the one this reconcile started from.
 	base := p.before.DeepCopyObject().(client.Object)
 	base.SetResourceVersion(p.obj.GetResourceVersion())
@@ -73,7 +73,7 @@ func (p *statusPatcher) patch(ctx context.Context) error {
 // server before the next step acts (the intent to create a bucket). The deferred patch
 // then compares against what was written here, and the Events queued so far, whose
 // transitions this write carries, are announced now.
-func (p *statusPatcher) writeNow(ctx context.Context) error {
+func (p *StatusPatcher) WriteNow(ctx context.Context) error {
 	if err := p.patch(ctx); err != nil {
 		return err
 	}
@@ -82,10 +82,10 @@ func (p *statusPatcher) writeNow(ctx context.Context) error {
 	return nil
 }
 
-// setCondition sets a condition with the object's generation. SetStatusCondition keeps
+// SetCondition sets a condition with the object's generation. SetStatusCondition keeps
 // LastTransitionTime when the status does not change, so re-setting the same verdict
 // leaves the status byte-for-byte equal and the patch above is skipped.
-func setCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, message string) {
+func SetCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, message string) {
 	apimeta.SetStatusCondition(conds, metav1.Condition{
 		Type:               typ,
 		Status:             status,
@@ -104,10 +104,10 @@ func truncateMessage(m string) string {
 	return m
 }
 
-// patchMetadata changes an object's metadata (finalizers, annotations) with a merge
+// PatchMetadata changes an object's metadata (finalizers, annotations) with a merge
 // patch sent from a copy, and takes back only the new metadata: the status a reconcile
 // is building in obj must not be replaced by the server's older one.
-func patchMetadata[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+func PatchMetadata[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
 	work := obj.DeepCopyObject().(T)
 	base := work.DeepCopyObject().(T)
 	mutate(work)
