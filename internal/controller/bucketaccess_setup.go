@@ -40,10 +40,10 @@ func SetupBucketAccessIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // tenant's.
 func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&bkv1.BucketAccess{}, builder.WithPredicates(specOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
+		For(&bkv1.BucketAccess{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
 		Owns(&corev1.Secret{}).
 		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketUsableChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: rateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: reconcile.RateLimiter()}).
 		Complete(r)
 }
 

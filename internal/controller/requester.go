@@ -25,7 +25,7 @@ type ProbeRequester struct {
 // BucketsNamed finds StorageBuckets by status.bucketName through a field index.
 func (q *ProbeRequester) BucketsNamed(ctx context.Context, bucket string) ([]types.NamespacedName, error) {
 	list := &bkv1.StorageBucketList{}
-	if err := q.Client.List(ctx, list, client.MatchingFields{IndexStorageBucketBucketName: bucket}); err != nil {
+	if err := q.Client.List(ctx, list, client.MatchingFields{reconcile.IndexStorageBucketBucketName: bucket}); err != nil {
 		return nil, err
 	}
 	out := make([]types.NamespacedName, 0, len(list.Items))

@@ -18,7 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/objectstore"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -30,7 +30,7 @@ import (
 // counts, its own Lease identity, and the clock all shards of the test share.
 type testShard struct {
 	t     *testing.T
-	r     *controller.ObjectStoreReconciler
+	r     *objectstore.Reconciler
 	store string
 
 	mu sync.Mutex
@@ -61,7 +61,7 @@ func newTestShard(t *testing.T, id, leaseNamespace, store string, shards int, cl
 			}
 		},
 	}
-	s.r = &controller.ObjectStoreReconciler{
+	s.r = &objectstore.Reconciler{
 		Client: k8s, APIReader: k8s, Recorder: events.NewFakeRecorder(100), Stores: registry, Clock: clk,
 		// No heartbeat write during the test: the suite's own manager checks the store
 		// too and must not meet these shards' status patches.

@@ -29,9 +29,11 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/objectstore"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -65,7 +67,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.SetupIndexes(context.Background(), mgr, opts.ReceiverBindAddress != ""); err != nil {
+	if err := reconcile.SetupIndexes(context.Background(), mgr, opts.ReceiverBindAddress != ""); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	if err := controller.SetupBucketAccessIndexes(context.Background(), mgr); err != nil {
@@ -251,7 +253,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	if err != nil {
 		return err
 	}
-	if err := (&controller.ObjectStoreReconciler{
+	if err := (&objectstore.Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("bucketkeeper-objectstore"),

@@ -1,0 +1,113 @@
+package objectstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
+)
+
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bucketkeeper.io,resources=objectstores/finalizers,verbs=update
+
+// Reconciler checks each store's credentials and reachability on its own
+// health-check interval. Its Ready condition is what StorageBuckets consult before they
+// send requests, so a store that is down costs one failing request per interval, not one
+// per bucket.
+type Reconciler struct {
+	client.Client
+	// APIReader lists across shards (see reconcileDelete).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Stores    *stores.Registry
+	Clock     clock.PassiveClock
+	// Heartbeat bounds how often lastHealthCheckTime alone is rewritten.
+	Heartbeat     time.Duration
+	OnStatusWrite func(kind string)
+	// OnHealth receives each health verdict (ready or not) and nil once the store is
+	// deleted, for the per-store gauge; may be nil.
+	OnHealth func(store string, ready *bool)
+	// Budget receives this shard's part of each store's request budget (see
+	// stores.Registry.Budget), so probes are paced by it; may be nil.
+	Budget func(store string, perSecond float64, burst int)
+	// Leases, when several shards share the stores, elects the one that checks each
+	// store (see stores.Leases); nil: this instance checks every store.
+	Leases *stores.Leases
+	// Access checks stores whose accessProvider is IAM; may be nil.
+	Access *stores.AccessProviders
+	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
+	ReconcileTimeout time.Duration
+
+	mu          sync.Mutex
+	lastChecked map[string]time.Time
+}
+
+// checkAllowed says whether a store may be checked now, or how long to wait.
+func (r *Reconciler) checkAllowed(store string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.Clock.Now()
+	if last, ok := r.lastChecked[store]; ok && now.Sub(last) < defaults.MinStoreCheckGap {
+		return defaults.MinStoreCheckGap - now.Sub(last)
+	}
+	if r.lastChecked == nil {
+		r.lastChecked = map[string]time.Time{}
+	}
+	r.lastChecked[store] = now
+	return 0
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcile.Run(ctx, r.Client, req, &bkv1.ObjectStore{}, reconcile.Lifecycle[*bkv1.ObjectStore]{
+		Kind:     "ObjectStore",
+		Status:   func(store *bkv1.ObjectStore) any { return store.Status },
+		OnWrite:  r.OnStatusWrite,
+		Deleting: r.reconcileDelete,
+		Normal:   r.reconcileNormal,
+	})
+}
+
+// SetupWithManager registers the reconciler: its stores, the credentials Secrets they
+// name, the deletion of a StorageBucket (which may let a store's deletion finish) and
+// the health checks a probe asks for.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bkv1.ObjectStore{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.storesOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
+		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		WatchesRawSource(r.Stores.CheckRequests()).
+		WithOptions(controller.Options{RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout}).
+		Complete(r)
+}
+
+func (r *Reconciler) storesOfSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var out []ctrl.Request
+	for _, store := range reconcile.StoresReferencing(ctx, r.Client, o) {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: store.Name}})
+	}
+	return out
+}
+
+func storeOfBucket(_ context.Context, o client.Object) []ctrl.Request {
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}}}
+}

@@ -1,0 +1,56 @@
+package objectstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+)
+
+// reconcileDelete refuses to let a store go while buckets still use it: their deletion
+// policies need the store to be carried out.
+func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
+	// Asked of the API server, not the cache: with sharding (--watch-label-selector)
+	// the cache holds only this instance's buckets, and every shard's must be gone.
+	users := &bkv1.StorageBucketList{}
+	if err := r.APIReader.List(ctx, users, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(reconcile.IndexStorageBucketStore, store.Name)}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(users.Items); n > 0 {
+		names := make([]string, 0, min(n, 5))
+		for _, sb := range users.Items[:min(n, 5)] {
+			names = append(names, sb.Namespace+"/"+sb.Name)
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(names, ", "), more)
+		if c := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
+			patcher.AfterWrite(func() { r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg) })
+		}
+		reconcile.SetCondition(&store.Status.Conditions, store.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse, msg)
+		return ctrl.Result{}, nil // a StorageBucket going away re-enqueues the store
+	}
+	r.Stores.Forget(store.Name)
+	if r.Access != nil {
+		r.Access.Forget(store.Name)
+	}
+	r.mu.Lock()
+	delete(r.lastChecked, store.Name)
+	r.mu.Unlock()
+	if r.OnHealth != nil {
+		r.OnHealth(store.Name, nil)
+	}
+	err := reconcile.PatchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}

@@ -1,0 +1,105 @@
+package reconcile
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// Field indexes: every "which objects use this one" question is an index lookup, never a
+// list of everything.
+const (
+	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
+	IndexStorageBucketStore = "spec.objectStoreRef.name"
+	// IndexStorageBucketBucketName indexes StorageBuckets by status.bucketName, to map
+	// S3 event notifications (which name buckets) to objects; only with the probe
+	// webhook (see SetupIndexes).
+	IndexStorageBucketBucketName = "status.bucketName"
+	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
+	// Secret they reference (operator and application credentials).
+	IndexObjectStoreSecret = "spec.secretRefs"
+)
+
+// SetupIndexes registers the field indexes both controllers rely on, and with
+// byBucketName the status.bucketName index the probe webhook (ProbeRequester) needs.
+// That one holds a set of its own per bucket, twice (per namespace and cluster-wide),
+// about 1 KiB a bucket: without the webhook it is not built.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
+		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
+	}); err != nil {
+		return err
+	}
+	if byBucketName {
+		if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketBucketName, func(o client.Object) []string {
+			if name := o.(*bkv1.StorageBucket).Status.BucketName; name != "" {
+				return []string{name}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return idx.IndexField(ctx, &bkv1.ObjectStore{}, IndexObjectStoreSecret, func(o client.Object) []string {
+		var refs []string
+		for _, ref := range []*bkv1.SecretReference{o.(*bkv1.ObjectStore).Spec.CredentialsSecretRef, o.(*bkv1.ObjectStore).Spec.ApplicationCredentialsSecretRef} {
+			if ref != nil {
+				refs = append(refs, ref.Namespace+"/"+ref.Name)
+			}
+		}
+		return refs
+	})
+}
+
+// RateLimiter backs off per object from 1s to 5m: a failing bucket retries soon, then
+// rarely, and never in a hot loop (the default starts at 5ms).
+func RateLimiter() workqueue.TypedRateLimiter[ctrl.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](time.Second, 5*time.Minute)
+}
+
+// SpecOrLifecycleChanged passes creations, deletions, spec changes, the loss of our
+// finalizer and changes of the named annotations, but not status writes nor our own
+// finalizer's addition: the reconcile that added it went on without waiting (see
+// reconcile.Run), and being woken by its own writes would only send a second pass to a
+// cache that may not have caught up with them. Other controllers' finalizers are none of
+// our business.
+func SpecOrLifecycleChanged(annotations ...string) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		lostFinalizer := controllerutil.ContainsFinalizer(o, bkv1.Finalizer) && !controllerutil.ContainsFinalizer(n, bkv1.Finalizer)
+		if o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) || lostFinalizer {
+			return true
+		}
+		for _, a := range annotations {
+			if o.GetAnnotations()[a] != n.GetAnnotations()[a] {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// CredentialsSecret passes the Secrets ObjectStores name for the operator's credentials.
+func CredentialsSecret() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[bkv1.LabelSecretRole] == bkv1.SecretRoleCredentials
+	})
+}
+
+// StoresReferencing lists the ObjectStores that name secret (IndexObjectStoreSecret).
+func StoresReferencing(ctx context.Context, c client.Reader, secret client.Object) []bkv1.ObjectStore {
+	list := &bkv1.ObjectStoreList{}
+	if err := c.List(ctx, list, client.MatchingFields{IndexObjectStoreSecret: secret.GetNamespace() + "/" + secret.GetName()}); err != nil {
+		return nil
+	}
+	return list.Items
+}
