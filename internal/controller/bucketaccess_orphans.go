@@ -193,7 +193,7 @@ func holdsAccessKey(f *accessFacts, keys []iam.AccessKey) bool {
 // Ready, store unreachable) leave keys as they are.
 func guardrailRefusal(sb *bkv1.StorageBucket) string {
 	c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionStalled)
-	if c == nil || c.Status != metav1.ConditionTrue || !guardrailReasons[c.Reason] {
+	if c == nil || c.Status != metav1.ConditionTrue || !reconcile.IsGuardrailRefusal(c.Reason) {
 		return ""
 	}
 	return c.Reason

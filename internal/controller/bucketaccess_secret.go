@@ -50,7 +50,7 @@ func (r *BucketAccessReconciler) writeAccessSecretFrom(ctx context.Context, s *a
 // Kubernetes removes it with the access.
 func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
 	ba := s.ba
-	endpoint := endpointOf(s.store, stores.Region(s.store))
+	endpoint := stores.Endpoint(s.store, stores.Region(s.store))
 	data := map[string][]byte{
 		bkv1.AccessSecretKeyAccessKeyID: []byte(keyID),
 		bkv1.AccessSecretKeySecretKey:   []byte(secretKey),
@@ -61,7 +61,7 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 	if len(s.grants) > 0 {
 		data[bkv1.AccessSecretKeyBucketName] = []byte(s.grants[0].Bucket)
 	}
-	addStoreTransport(data, s.store)
+	stores.AddTransport(data, s.store)
 	current := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, current)
 	if apierrors.IsNotFound(err) {
@@ -86,14 +86,14 @@ func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *acces
 	}
 	// The cache holds a summary of the Secret (TransformSecret): the digest of its
 	// data, and the whole object is read before a write if metadata was left out.
-	if current, err = liveSecret(ctx, r.Stores.APIReader, current); err != nil {
+	if current, err = reconcile.LiveSecret(ctx, r.Stores.APIReader, current); err != nil {
 		return err
 	}
-	digest := cachedDigest(current)
+	digest := reconcile.CachedDigest(current)
 	before := current.DeepCopy()
 	setAccessSecretMeta(current, ba)
 	current.Data = data
-	if digest == connectionDataDigest(data) && maps.Equal(before.Labels, current.Labels) {
+	if digest == reconcile.ConnectionDataDigest(data) && maps.Equal(before.Labels, current.Labels) {
 		return nil
 	}
 	return r.Update(ctx, current)

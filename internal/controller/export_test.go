@@ -20,6 +20,6 @@ const MinCheckGap = defaults.MinStoreCheckGap
 
 // ConnectionDataDigest and CachedDataDigest expose the cache's digest of a connection
 // Secret's data to the black-box tests.
-var ConnectionDataDigest = connectionDataDigest
+var ConnectionDataDigest = reconcile.ConnectionDataDigest
 
 const CachedDataDigest = bkv1.LabelCachedDataDigest

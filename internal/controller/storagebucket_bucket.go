@@ -12,6 +12,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // reconcileBucket makes sure the bucket exists and belongs to this claim. Only a bucket
@@ -190,19 +191,11 @@ func (r *StorageBucketReconciler) provisioned(scope *bucketScope, reason, format
 	sb := scope.sb
 	sb.Status.BucketName = scope.bucket
 	sb.Status.Region = scope.region
-	sb.Status.Endpoint = endpointOf(scope.store, scope.region)
+	sb.Status.Endpoint = stores.Endpoint(scope.store, scope.region)
 	if reason == bkv1.ReasonBucketBound && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
 		c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionProvisioned)
 		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, c.Reason, c.Message)
 		return
 	}
 	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
-}
-
-// endpointOf is the URL applications use: the store's endpoint, or AWS's regional one.
-func endpointOf(store *bkv1.ObjectStore, region string) string {
-	if store.Spec.Endpoint != "" {
-		return store.Spec.Endpoint
-	}
-	return fmt.Sprintf("https://s3.%s.amazonaws.com", region)
 }

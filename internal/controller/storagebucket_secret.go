@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/url"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,10 +63,10 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 		// The cache keeps Secrets without their data, with its digest instead
 		// (TransformSecret); a copy that left metadata out is read whole before it
 		// is written.
-		if current, err = liveSecret(ctx, r.Stores.APIReader, current); err != nil {
+		if current, err = reconcile.LiveSecret(ctx, r.Stores.APIReader, current); err != nil {
 			return err
 		}
-		digest := cachedDigest(current)
+		digest := reconcile.CachedDigest(current)
 		before := current.DeepCopy()
 		setConnectionMeta(current, sb)
 		if !metav1.IsControlledBy(current, sb) {
@@ -77,7 +76,7 @@ func (r *StorageBucketReconciler) reconcileConnectionSecret(ctx context.Context,
 			}
 		}
 		current.Data = data
-		if digest != connectionDataDigest(data) ||
+		if digest != reconcile.ConnectionDataDigest(data) ||
 			!maps.Equal(before.Labels, current.Labels) || len(before.OwnerReferences) != len(current.OwnerReferences) || !metav1.IsControlledBy(before, sb) {
 			if err := r.Update(ctx, current); err != nil {
 				return err
@@ -137,7 +136,7 @@ func (r *StorageBucketReconciler) deleteStaleConnectionSecrets(ctx context.Conte
 // the store names for applications, and only with the Static access provider; the
 // operator's own credentials are never copied.
 func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *bucketScope) (map[string][]byte, error) {
-	endpoint := endpointOf(scope.store, scope.region)
+	endpoint := stores.Endpoint(scope.store, scope.region)
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q has an unparsable endpoint", scope.store.Name)
@@ -155,7 +154,7 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		bkv1.SecretKeyAWSRegion:      []byte(scope.region),
 		bkv1.SecretKeyAWSEndpointS3:  []byte(endpoint),
 	}
-	addStoreTransport(data, scope.store)
+	stores.AddTransport(data, scope.store)
 	ref := scope.store.Spec.ApplicationCredentialsSecretRef
 	if ref == nil || stores.AccessProviderOf(scope.store) != bkv1.AccessProviderStatic {
 		return data, nil // IAM keys go to BucketAccess Secrets; None means no keys
@@ -175,15 +174,4 @@ func (r *StorageBucketReconciler) connectionData(ctx context.Context, scope *buc
 		data[bkv1.SecretKeyAWSSessionToken] = token
 	}
 	return data, nil
-}
-
-// addStoreTransport adds what a client needs besides the endpoint to talk to the store
-// the way the operator does: the CA bundle it trusts and the addressing style. Without
-// them an application of a self-hosted store with a private CA or without wildcard DNS
-// cannot connect with the Secret alone.
-func addStoreTransport(data map[string][]byte, store *bkv1.ObjectStore) {
-	data[bkv1.SecretKeyForcePathStyle] = []byte(strconv.FormatBool(store.Spec.ForcePathStyle))
-	if store.Spec.CABundle != "" {
-		data[bkv1.SecretKeyCABundle] = []byte(store.Spec.CABundle)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // syncDue says whether bucket and configuration must be checked against the store now:
@@ -121,7 +122,7 @@ func desiredHash(scope *bucketScope, me owner) string {
 		PublicAccessBlocked      bool
 		Policy                   string
 	}{
-		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: endpointOf(scope.store, scope.region),
+		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: stores.Endpoint(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
 		Policy: scope.policy,

@@ -16,19 +16,6 @@ import (
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
-// guardrailReasons are the refusals of the platform team's guardrails: a claim refused
-// for one of them is Stalled whatever else it asks, suspended or not, and its keys are
-// revoked (the BucketAccess controller follows its Ready condition).
-var guardrailReasons = map[string]bool{
-	bkv1.ReasonNamespaceNotAllowed:      true,
-	bkv1.ReasonBucketNameNotAllowed:     true,
-	bkv1.ReasonDeletionPolicyNotAllowed: true,
-	bkv1.ReasonInvalidTags:              true,
-	bkv1.ReasonPublicAccessNotAllowed:   true,
-	bkv1.ReasonPolicyNotAllowed:         true,
-	bkv1.ReasonAdoptionNotAllowed:       true,
-}
-
 // checkSuspended is what a suspended claim still gets: spec.suspend stops the
 // operator's work on the bucket, never the platform team's guardrails. The claim is
 // checked against its store's current namespace selector and guardrails, with no call to
@@ -55,7 +42,7 @@ func (r *StorageBucketReconciler) checkSuspended(ctx context.Context, scope *buc
 		err = r.reconcileGuardrails(ctx, scope)
 	}
 	var refusal *reconcile.StepError
-	if !errors.As(err, &refusal) || !guardrailReasons[refusal.Reason] {
+	if !errors.As(err, &refusal) || !reconcile.IsGuardrailRefusal(refusal.Reason) {
 		return ctrl.Result{}, err
 	}
 	result, rerr := reconcile.SummarizeFailure(ctx, &sb.Status.Conditions, sb.Generation, &sb.Status.ObservedGeneration, refusal, r.SyncInterval, func() {

@@ -140,7 +140,7 @@ func cacheOptions(opts Options) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
-	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole), Transform: controller.TransformSecret()}
+	secrets := cache.ByObject{Label: labels.NewSelector().Add(*secretRole), Transform: reconcile.TransformSecret()}
 	if opts.WatchNamespace != "" {
 		// Stores are cluster-scoped and name their credentials Secrets in any namespace
 		// (usually the platform team's, not the watched one): those are cached in every
@@ -156,7 +156,7 @@ func cacheOptions(opts Options) (cache.Options, error) {
 	// entry, built whole before it goes in. A second &StorageBucket{} key would be a
 	// second entry for the same kind, and which one the cache applies would depend on
 	// map order (a shard would then see every bucket now and then).
-	buckets := cache.ByObject{Transform: controller.TransformStorageBucket()}
+	buckets := cache.ByObject{Transform: reconcile.TransformStorageBucket()}
 	var accesses *cache.ByObject
 	if opts.WatchLabelSelector != "" {
 		shard, err := labels.Parse(opts.WatchLabelSelector)

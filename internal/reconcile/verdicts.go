@@ -151,3 +151,20 @@ func StoreVerdictOf(reason string) StoreVerdict {
 	}
 	return notReadyVerdict
 }
+
+// guardrailReasons are the refusals of the platform team's guardrails: a claim refused
+// for one of them is Stalled whatever else it asks, suspended or not, and its keys are
+// revoked (the BucketAccess controller follows its Ready condition).
+var guardrailReasons = map[string]bool{
+	bkv1.ReasonNamespaceNotAllowed:      true,
+	bkv1.ReasonBucketNameNotAllowed:     true,
+	bkv1.ReasonDeletionPolicyNotAllowed: true,
+	bkv1.ReasonInvalidTags:              true,
+	bkv1.ReasonPublicAccessNotAllowed:   true,
+	bkv1.ReasonPolicyNotAllowed:         true,
+	bkv1.ReasonAdoptionNotAllowed:       true,
+}
+
+// IsGuardrailRefusal says whether reason is the refusal of one of the platform team's
+// guardrails (see guardrailReasons).
+func IsGuardrailRefusal(reason string) bool { return guardrailReasons[reason] }

@@ -9,6 +9,8 @@
 //     so that a hung store cannot take every worker.
 //   - lease.go: Leases, the per-store Lease that elects the one shard that
 //     health-checks a store.
+//   - endpoint.go: what an application needs to reach a store the way the
+//     operator does (its endpoint per region, CA bundle, addressing style).
 //   - accessproviders.go: AccessProviders, one IAM driver per store whose access
 //     provider is IAM, and which provider a store has.
 //

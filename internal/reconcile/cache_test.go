@@ -1,4 +1,4 @@
-package controller
+package reconcile
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestTransformSecret(t *testing.T) {
 	}
 
 	creds := cached(secret(bkv1.SecretRoleCredentials, map[string][]byte{"accessKeyID": []byte("id")}))
-	if creds.Data != nil || creds.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(map[string][]byte{"accessKeyID": []byte("id")}) || creds.ManagedFields != nil {
+	if creds.Data != nil || creds.Labels[bkv1.LabelCachedDataDigest] != ConnectionDataDigest(map[string][]byte{"accessKeyID": []byte("id")}) || creds.ManagedFields != nil {
 		t.Fatalf("credentials Secret cached as %+v", creds)
 	}
 
@@ -39,7 +39,7 @@ func TestTransformSecret(t *testing.T) {
 	if a.Data != nil || a.ManagedFields != nil {
 		t.Fatalf("connection Secret cached with data or managedFields: %+v", a)
 	}
-	if a.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(map[string][]byte{"a": []byte("bc")}) {
+	if a.Labels[bkv1.LabelCachedDataDigest] != ConnectionDataDigest(map[string][]byte{"a": []byte("bc")}) {
 		t.Fatalf("digest %q is not the data's", a.Labels[bkv1.LabelCachedDataDigest])
 	}
 	// Key and value boundaries count: "a"+"bc" is not "ab"+"c".
@@ -107,11 +107,11 @@ func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	if len(got.Data) != 2 || string(got.Data[bkv1.AccessSecretKeyAccessKeyID]) != "AKIA1" || got.Labels[cachedTruncated] != "" {
 		t.Errorf("access Secret cached as %v %v", got.Data, got.Labels)
 	}
-	if got.Labels[bkv1.LabelCachedDataDigest] != connectionDataDigest(s.Data) {
+	if got.Labels[bkv1.LabelCachedDataDigest] != ConnectionDataDigest(s.Data) {
 		t.Error("the digest is not of the whole data")
 	}
-	// cachedDigest hands back the digest and leaves a copy fit to write.
-	if d := cachedDigest(got); d != connectionDataDigest(s.Data) || got.Labels[bkv1.LabelCachedDataDigest] != "" {
-		t.Errorf("cachedDigest = %q, labels %v", d, got.Labels)
+	// CachedDigest hands back the digest and leaves a copy fit to write.
+	if d := CachedDigest(got); d != ConnectionDataDigest(s.Data) || got.Labels[bkv1.LabelCachedDataDigest] != "" {
+		t.Errorf("CachedDigest = %q, labels %v", d, got.Labels)
 	}
 }

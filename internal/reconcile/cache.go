@@ -1,4 +1,4 @@
-package controller
+package reconcile
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 )
 
 // lastAppliedAnnotation is kubectl's copy of the whole object as last applied: often
-// the largest thing in its metadata, and never read by a reconcile.
+// the largest thing in its metadata, and never read by a
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // TransformStorageBucket strips from cached StorageBuckets what no reconcile reads:
@@ -50,7 +50,7 @@ func TransformStorageBucket() toolscache.TransformFunc {
 //     maxCachedMetadata bytes each, at most maxCachedOwnerRefs owner references, no
 //     finalizers or managedFields;
 //   - cachedTruncated when anything but data was left out, so that a write reads the
-//     whole object first (liveSecret) instead of sending back a shortened copy.
+//     whole object first (LiveSecret) instead of sending back a shortened copy.
 //
 // The data of the credentials Secrets ObjectStores name is read from the API server once
 // per version (stores.Registry.secretData): those are few and the platform team's.
@@ -107,7 +107,7 @@ func summarizeSecret(s *corev1.Secret) *corev1.Secret {
 	if len(s.Finalizers) > 0 {
 		truncated = true
 	}
-	labels[bkv1.LabelCachedDataDigest] = connectionDataDigest(s.Data)
+	labels[bkv1.LabelCachedDataDigest] = ConnectionDataDigest(s.Data)
 	if truncated {
 		labels[cachedTruncated] = "true"
 	}
@@ -175,23 +175,23 @@ func keyPairOf(data map[string][]byte) map[string][]byte {
 	return map[string][]byte{bkv1.AccessSecretKeyAccessKeyID: id, bkv1.AccessSecretKeySecretKey: secret}
 }
 
-// cachedDigest returns the digest of the Secret's data on the server and removes the
+// CachedDigest returns the digest of the Secret's data on the server and removes the
 // cache's own labels, so that the copy can be changed and written. A copy read past the
 // cache has its data, and its digest is computed.
-func cachedDigest(s *corev1.Secret) string {
+func CachedDigest(s *corev1.Secret) string {
 	digest, ok := s.Labels[bkv1.LabelCachedDataDigest]
 	if !ok {
-		digest = connectionDataDigest(s.Data)
+		digest = ConnectionDataDigest(s.Data)
 	}
 	delete(s.Labels, bkv1.LabelCachedDataDigest)
 	delete(s.Labels, cachedTruncated)
 	return digest
 }
 
-// liveSecret returns the whole Secret from the API server when the cached copy left
+// LiveSecret returns the whole Secret from the API server when the cached copy left
 // metadata out, so that an update never drops what the cache did not hold; otherwise
 // the cached copy itself.
-func liveSecret(ctx context.Context, reader client.Reader, cached *corev1.Secret) (*corev1.Secret, error) {
+func LiveSecret(ctx context.Context, reader client.Reader, cached *corev1.Secret) (*corev1.Secret, error) {
 	if cached.Labels[cachedTruncated] == "" {
 		return cached, nil
 	}
@@ -206,9 +206,9 @@ func liveSecret(ctx context.Context, reader client.Reader, cached *corev1.Secret
 // value, should a copy with it ever reach the server (writes remove it).
 var digestEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// connectionDataDigest is a SHA-256 over the keys and values in key order, each
+// ConnectionDataDigest is a SHA-256 over the keys and values in key order, each
 // length-prefixed so that no two different maps hash alike.
-func connectionDataDigest(data map[string][]byte) string {
+func ConnectionDataDigest(data map[string][]byte) string {
 	h := sha256.New()
 	var n [8]byte
 	write := func(b []byte) {
