@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -373,9 +374,9 @@ func (r *StorageBucketReconciler) recordProbe(patcher *reconcile.StatusPatcher, 
 	var available *bool
 	switch res.status {
 	case metav1.ConditionTrue:
-		failures, available = 0, ptrTo(true)
+		failures, available = 0, ptr.To(true)
 	case metav1.ConditionFalse:
-		failures, available = failures+1, ptrTo(false)
+		failures, available = failures+1, ptr.To(false)
 	}
 	if probed && (p.Naive || changed || failures != sb.Status.ConsecutiveProbeFailures || sb.Status.LastProbeTime == nil || now.Sub(sb.Status.LastProbeTime.Time) >= p.Heartbeat) {
 		t := metav1.NewTime(now)
@@ -395,5 +396,3 @@ func (r *StorageBucketReconciler) recordProbe(patcher *reconcile.StatusPatcher, 
 		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, eventType, res.reason, "Probe", "%s", res.message) })
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -29,6 +29,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/bucketaccess"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/objectstore"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
@@ -70,7 +71,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := reconcile.SetupIndexes(context.Background(), mgr, opts.ReceiverBindAddress != ""); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
-	if err := controller.SetupBucketAccessIndexes(context.Background(), mgr); err != nil {
+	if err := bucketaccess.SetupIndexes(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("registering indexes: %w", err)
 	}
 	registry := &stores.Registry{
@@ -269,7 +270,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ObjectStore controller: %w", err)
 	}
-	accesses := &controller.BucketAccessReconciler{
+	accesses := &bucketaccess.Reconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("bucketkeeper-bucketaccess"),
 		Stores:        registry,
@@ -283,7 +284,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	if err := accesses.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the BucketAccess controller: %w", err)
 	}
-	if err := mgr.Add(&controller.AccessCollector{
+	if err := mgr.Add(&bucketaccess.Collector{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Access:    access,

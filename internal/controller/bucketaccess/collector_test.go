@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -22,7 +23,7 @@ import (
 type collectorRig struct {
 	t     *testing.T
 	mem   *memIAM
-	c     *AccessCollector
+	c     *Collector
 	store *bkv1.ObjectStore
 	state *collectorState
 }
@@ -35,7 +36,7 @@ func newCollectorRig(t *testing.T, cached, api []client.Object) *collectorRig {
 	r := &collectorRig{t: t, store: &bkv1.ObjectStore{}}
 	r.store.Name = "a"
 	r.mem = &memIAM{keys: map[string][]iam.AccessKey{}, users: map[string]bool{}, policy: map[string]string{}, clock: clock}
-	r.c = &AccessCollector{
+	r.c = &Collector{
 		Client:    fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build(),
 		APIReader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(api...).Build(),
 		Clock:     clock, ClusterID: testCluster,
@@ -72,7 +73,7 @@ func (r *collectorRig) has(name string) bool {
 func TestCollectorPassIsBoundedAndResumes(t *testing.T) {
 	ba, sb := testAccess(uidLive), testBucket("data", "a")
 	objs := []client.Object{&ba, &sb}
-	r := newCollectorRig(t, objs, []client.Object{ptrTo(testAccess(uidLive)), ptrTo(testBucket("data", "a"))})
+	r := newCollectorRig(t, objs, []client.Object{ptr.To(testAccess(uidLive)), ptr.To(testBucket("data", "a"))})
 	live := iam.UserName(testCluster, uidLive)
 	var orphans []string
 	for i := range 2*defaults.AccessCollectMaxDeletions + 5 {
@@ -110,7 +111,7 @@ func TestCollectorPassIsBoundedAndResumes(t *testing.T) {
 // TestCollectorAsksTheAPIServer: a user the cache has no access for is deleted only
 // when the API server has none either (a cache that lags, or another shard's access).
 func TestCollectorAsksTheAPIServer(t *testing.T) {
-	r := newCollectorRig(t, nil, []client.Object{ptrTo(testAccess(uidLive)), ptrTo(testBucket("data", "a"))})
+	r := newCollectorRig(t, nil, []client.Object{ptr.To(testAccess(uidLive)), ptr.To(testBucket("data", "a"))})
 	live, gone := iam.UserName(testCluster, uidLive), iam.UserName(testCluster, uidGone)
 	r.users(live, gone)
 	if p := r.pass(); !p.done || p.revoked != 1 {

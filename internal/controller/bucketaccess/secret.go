@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // currentAccessSecret returns the access's Secret, nil when there is none. A
 // Secret of that name the access does not control is never read for keys nor
 // overwritten.
-func (r *BucketAccessReconciler) currentAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) (*corev1.Secret, error) {
+func (r *Reconciler) currentAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, secret)
 	if apierrors.IsNotFound(err) {
@@ -38,7 +38,7 @@ func (r *BucketAccessReconciler) currentAccessSecret(ctx context.Context, ba *bk
 
 // writeAccessSecretFrom rewrites the Secret's connection details around the key
 // it already holds (buckets or endpoint may have changed).
-func (r *BucketAccessReconciler) writeAccessSecretFrom(ctx context.Context, s *accessScope, secret *corev1.Secret) error {
+func (r *Reconciler) writeAccessSecretFrom(ctx context.Context, s *accessScope, secret *corev1.Secret) error {
 	if secret == nil {
 		return nil
 	}
@@ -48,7 +48,7 @@ func (r *BucketAccessReconciler) writeAccessSecretFrom(ctx context.Context, s *a
 // writeAccessSecret creates or updates the Secret with the given key. The Secret is
 // labelled so the manager's cache sees it, and controlled by the access so
 // Kubernetes removes it with the access.
-func (r *BucketAccessReconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
+func (r *Reconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
 	ba := s.ba
 	endpoint := stores.Endpoint(s.store, stores.Region(s.store))
 	data := map[string][]byte{
@@ -111,7 +111,7 @@ func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
 // deleteAccessSecret removes the Secret of an access that is going away. Garbage
 // collection would do it in a cluster; doing it here also keeps a control plane
 // without a garbage collector clean.
-func (r *BucketAccessReconciler) deleteAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) error {
+func (r *Reconciler) deleteAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) error {
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, secret)
 	if apierrors.IsNotFound(err) {

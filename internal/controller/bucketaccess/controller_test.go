@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -230,11 +230,11 @@ func newAccessRig(t *testing.T) *accessRig {
 }
 
 // reconciler is a fresh operator process: no memory of earlier ones.
-func (r *accessRig) reconciler() *BucketAccessReconciler {
+func (r *accessRig) reconciler() *Reconciler {
 	registry := &stores.Registry{Client: r.c, APIReader: r.c, Factory: func(_ context.Context, cfg s3.Config) (s3.Client, error) {
 		return keyChecker{m: r.mem, id: cfg.AccessKeyID, secret: cfg.SecretAccessKey}, nil
 	}}
-	return &BucketAccessReconciler{
+	return &Reconciler{
 		Client: r.c, Recorder: events.NewFakeRecorder(1000), Stores: registry, Clock: r.clock,
 		Access:    &stores.AccessProviders{Stores: registry, Factory: func(context.Context, iam.Config) (iam.Driver, error) { return r.mem, nil }},
 		ClusterID: "test", KeyGrace: 10 * time.Minute, SyncInterval: time.Hour,

@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // IndexBucketAccessBucket indexes BucketAccesses by the StorageBuckets they name.
 const IndexBucketAccessBucket = "spec.buckets.name"
 
-// SetupBucketAccessIndexes registers the index the BucketAccess controller uses to
+// SetupIndexes registers the index the BucketAccess controller uses to
 // find the accesses of a StorageBucket.
-func SetupBucketAccessIndexes(ctx context.Context, mgr ctrl.Manager) error {
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(ctx, &bkv1.BucketAccess{}, IndexBucketAccessBucket, func(o client.Object) []string {
 		var names []string
 		for _, b := range o.(*bkv1.BucketAccess).Spec.Buckets {
@@ -38,7 +38,7 @@ func SetupBucketAccessIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // (--concurrency): a reconcile waits on its store's IAM endpoint, and with a single
 // worker one tenant's access on a slow or hung store would hold up every other
 // tenant's.
-func (r *BucketAccessReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.BucketAccess{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
 		Owns(&corev1.Secret{}).
@@ -57,7 +57,7 @@ func bucketUsableChanged() predicate.Predicate {
 	}}
 }
 
-func (r *BucketAccessReconciler) accessesOfBucket(ctx context.Context, o client.Object) []ctrl.Request {
+func (r *Reconciler) accessesOfBucket(ctx context.Context, o client.Object) []ctrl.Request {
 	list := &bkv1.BucketAccessList{}
 	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexBucketAccessBucket: o.GetName()}); err != nil {
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -27,13 +27,13 @@ import (
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bucketkeeper.io,resources=bucketaccesses/finalizers,verbs=update
 
-// BucketAccessReconciler gives each BucketAccess an IAM user on its buckets' store,
+// Reconciler gives each BucketAccess an IAM user on its buckets' store,
 // an inline policy over those buckets and one key, written to the access's Secret;
 // it rotates the key without downtime and revokes everything when the access goes.
 //
 // Everything it needs to resume after a crash is on the store (ListAccessKeys) and
 // in the Secret (the current key); its status and memory only make it faster.
-type BucketAccessReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Stores   *stores.Registry
@@ -57,14 +57,14 @@ type BucketAccessReconciler struct {
 // Forget drops what this process remembers of an access's identity (the policy it
 // last wrote, a key being verified): the access collector deleted the user, so the
 // next reconcile must create it again rather than trust that memory.
-func (r *BucketAccessReconciler) Forget(uid types.UID) {
+func (r *Reconciler) Forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.pending, uid)
 	delete(r.applied, uid)
 }
 
-func (r *BucketAccessReconciler) forgetApplied(uid types.UID) {
+func (r *Reconciler) forgetApplied(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.applied, uid)
@@ -82,7 +82,7 @@ type accessScope struct {
 	requeue time.Duration
 }
 
-func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcile.Run(ctx, r.Client, req, &bkv1.BucketAccess{}, reconcile.Lifecycle[*bkv1.BucketAccess]{
 		Kind:     "BucketAccess",
 		Status:   func(ba *bkv1.BucketAccess) any { return ba.Status },
@@ -93,7 +93,7 @@ func (r *BucketAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // reconcileNormal runs the steps in order; each needs what the one before established.
-func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	scope := &accessScope{ba: ba}
 	steps := []struct {
 		doing string
@@ -123,7 +123,7 @@ func (r *BucketAccessReconciler) reconcileNormal(ctx context.Context, ba *bkv1.B
 // resolveBuckets checks that every named StorageBucket is in this namespace (by
 // construction: names are looked up here), Ready, and on one store whose access
 // provider is IAM.
-func (r *BucketAccessReconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
+func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 	storeName := ""
 	for _, g := range s.ba.Spec.Buckets {
 		sb := &bkv1.StorageBucket{}
@@ -189,7 +189,7 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 // keys deleted, Secret deleted: a Secret without a key would only fail later and less
 // clearly) even if the bucket itself is retained on the store. A new key is issued
 // once every bucket is Ready again. Then it reports why.
-func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
+func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
 	if ba.Status.AccessKeyID == "" || ba.Status.ObjectStore == "" {
 		return why // nothing was issued
 	}
@@ -222,7 +222,7 @@ func (r *BucketAccessReconciler) revokeForGoneBucket(ctx context.Context, ba *bk
 
 // reconcileIdentity ensures the user and writes its policy when it differs from the
 // one this process last wrote (after a restart: once).
-func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *accessScope) error {
+func (r *Reconciler) reconcileIdentity(ctx context.Context, s *accessScope) error {
 	doc, err := iam.PolicyDocument(s.grants)
 	if err != nil {
 		return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%v", err)
@@ -250,7 +250,7 @@ func (r *BucketAccessReconciler) reconcileIdentity(ctx context.Context, s *acces
 
 // reconcileDelete revokes the credentials: keys, policy and user go before the
 // finalizer does, so a deleted access leaves no working key behind.
-func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ba, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -293,7 +293,7 @@ func (r *BucketAccessReconciler) reconcileDelete(ctx context.Context, ba *bkv1.B
 }
 
 // summarize sets Ready, Reconciling and Stalled kstatus-style.
-func (r *BucketAccessReconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher, err *reconcile.StepError) (ctrl.Result, error) {
+func (r *Reconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patcher *reconcile.StatusPatcher, err *reconcile.StepError) (ctrl.Result, error) {
 	conds, gen := &ba.Status.Conditions, ba.Generation
 	if err == nil {
 		msg := fmt.Sprintf("key %s of %s is in Secret %s", ba.Status.AccessKeyID, ba.Status.IdentityName, ba.Spec.SecretName)

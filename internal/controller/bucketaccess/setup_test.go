@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"reflect"
@@ -14,7 +14,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // recordingManager keeps the controllers added to it instead of running them.
@@ -65,20 +64,16 @@ func workersOf(t *testing.T, m *recordingManager) int {
 	return int(f.Int())
 }
 
-// TestBucketAccessWorkersFollowConcurrency: the BucketAccess controller runs as many
-// workers as the StorageBucket controller, --concurrency, not controller-runtime's
-// default of one.
+// TestBucketAccessWorkersFollowConcurrency: the BucketAccess controller runs
+// --concurrency workers, as the StorageBucket controller does, not
+// controller-runtime's default of one.
 func TestBucketAccessWorkersFollowConcurrency(t *testing.T) {
 	const concurrency = 6
 	access := newRecordingManager(t)
-	if err := (&BucketAccessReconciler{}).SetupWithManager(access, concurrency); err != nil {
+	if err := (&Reconciler{}).SetupWithManager(access, concurrency); err != nil {
 		t.Fatal(err)
 	}
-	buckets := newRecordingManager(t)
-	if err := (&StorageBucketReconciler{Stores: &stores.Registry{}}).SetupWithManager(buckets, concurrency); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := workersOf(t, access), workersOf(t, buckets); got != want || got != concurrency {
-		t.Fatalf("BucketAccess controller has %d workers, StorageBucket controller %d; want %d each", got, want, concurrency)
+	if got := workersOf(t, access); got != concurrency {
+		t.Fatalf("BucketAccess controller has %d workers, want %d", got, concurrency)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
-// AccessCollector deletes the IAM users of this cluster that no BucketAccess grants
+// Collector deletes the IAM users of this cluster that no BucketAccess grants
 // any more, so that revocation does not depend on the BucketAccess controller seeing
 // the access go: a tenant may remove the operator's finalizer and delete its access,
 // re-point it at another store, or delete its StorageBucket before the access's status
@@ -36,7 +36,7 @@ import (
 // A user whose name is not of this cluster's form and hashes from none of its
 // accesses is never deleted. Each pass is bounded (defaults.AccessCollect*); a sweep
 // that does not fit in one pass continues where it stopped.
-type AccessCollector struct {
+type Collector struct {
 	// Client reads the manager's cache: the cheap first look at every user.
 	Client client.Reader
 	// APIReader reads the API server, across shards and namespaces: no user is
@@ -77,10 +77,10 @@ type collectPass struct {
 }
 
 // NeedLeaderElection: only the leader deletes users.
-func (c *AccessCollector) NeedLeaderElection() bool { return true }
+func (c *Collector) NeedLeaderElection() bool { return true }
 
 // Start runs passes until ctx ends.
-func (c *AccessCollector) Start(ctx context.Context) error {
+func (c *Collector) Start(ctx context.Context) error {
 	for {
 		wait := c.collectDue(ctx)
 		select {
@@ -91,7 +91,7 @@ func (c *AccessCollector) Start(ctx context.Context) error {
 	}
 }
 
-func (c *AccessCollector) interval() time.Duration {
+func (c *Collector) interval() time.Duration {
 	if c.Interval > 0 {
 		return c.Interval
 	}
@@ -100,7 +100,7 @@ func (c *AccessCollector) interval() time.Duration {
 
 // collectDue runs a pass on every IAM store that is due and says how long until the
 // next one is.
-func (c *AccessCollector) collectDue(ctx context.Context) time.Duration {
+func (c *Collector) collectDue(ctx context.Context) time.Duration {
 	next := c.interval()
 	list := &bkv1.ObjectStoreList{}
 	if err := c.Client.List(ctx, list); err != nil {
@@ -130,7 +130,7 @@ func (c *AccessCollector) collectDue(ctx context.Context) time.Duration {
 
 // collectStore runs one pass on store, if it is this shard's and its IAM endpoint
 // answers, and schedules the next.
-func (c *AccessCollector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (collectPass, error) {
+func (c *Collector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (collectPass, error) {
 	state := c.state(store.Name)
 	retry := func() { state.due = c.Clock.Now().Add(min(c.interval(), time.Minute)) }
 	if !reconcile.ConditionIsTrue(store.Status.Conditions, bkv1.ConditionAccessProviderReady) {
@@ -167,7 +167,7 @@ func (c *AccessCollector) collectStore(ctx context.Context, store *bkv1.ObjectSt
 var errPassFull = errors.New("pass bound reached")
 
 // pass reads users from state.marker on, within the pass's bounds.
-func (c *AccessCollector) pass(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState) (collectPass, error) {
+func (c *Collector) pass(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState) (collectPass, error) {
 	ctx, cancel := context.WithTimeout(ctx, defaults.AccessCollectPassTimeout)
 	defer cancel()
 	var out collectPass
@@ -209,7 +209,7 @@ func (c *AccessCollector) pass(ctx context.Context, store *bkv1.ObjectStore, dri
 
 // consider judges one user and deletes it if both the cache and the API server
 // say it is no live grant's.
-func (c *AccessCollector) consider(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState, user string,
+func (c *Collector) consider(ctx context.Context, store *bkv1.ObjectStore, driver iam.Driver, state *collectorState, user string,
 	cached *accessIndex, fresh **accessIndex, out *collectPass) error {
 	verdict, f := cached.judge(user, store.Name, state.legacy)
 	if f != nil && !iam.OwnedUserName(c.ClusterID, user) {
@@ -257,7 +257,7 @@ func (c *AccessCollector) consider(ctx context.Context, store *bkv1.ObjectStore,
 
 // report logs a deletion and records an Event: on the access when it still exists
 // (its tenant learns why its key stopped working), else on the store.
-func (c *AccessCollector) report(ctx context.Context, store *bkv1.ObjectStore, user string, verdict userVerdict, f *accessFacts) {
+func (c *Collector) report(ctx context.Context, store *bkv1.ObjectStore, user string, verdict userVerdict, f *accessFacts) {
 	log.FromContext(ctx).Info("deleted an IAM user no BucketAccess grants", "store", store.Name, "user", user, "why", verdict.String())
 	if f == nil || verdict == verdictOrphan {
 		if c.Recorder != nil {
@@ -275,7 +275,7 @@ func (c *AccessCollector) report(ctx context.Context, store *bkv1.ObjectStore, u
 }
 
 // index reads every BucketAccess and StorageBucket through r.
-func (c *AccessCollector) index(ctx context.Context, r client.Reader) (*accessIndex, error) {
+func (c *Collector) index(ctx context.Context, r client.Reader) (*accessIndex, error) {
 	accesses := &bkv1.BucketAccessList{}
 	if err := r.List(ctx, accesses); err != nil {
 		return nil, fmt.Errorf("listing BucketAccesses: %w", err)
@@ -287,7 +287,7 @@ func (c *AccessCollector) index(ctx context.Context, r client.Reader) (*accessIn
 	return newAccessIndex(c.ClusterID, accesses.Items, buckets.Items), nil
 }
 
-func (c *AccessCollector) state(store string) *collectorState {
+func (c *Collector) state(store string) *collectorState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stores == nil {
@@ -302,7 +302,7 @@ func (c *AccessCollector) state(store string) *collectorState {
 }
 
 // forgetExcept drops the sweeps of stores that are gone or no longer IAM.
-func (c *AccessCollector) forgetExcept(keep map[string]bool) {
+func (c *Collector) forgetExcept(keep map[string]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name := range c.stores {

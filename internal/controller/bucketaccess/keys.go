@@ -1,4 +1,4 @@
-package controller
+package bucketaccess
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func verifyBackoff(attempts int) time.Duration {
 // period the key it replaced, plus at most one new key being verified — never more
 // than two on the store. Every decision is derived from ListAccessKeys and the
 // Secret, so a crash between any two calls converges.
-func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessScope) error {
+func (r *Reconciler) reconcileKeys(ctx context.Context, s *accessScope) error {
 	ba := s.ba
 	keys, err := s.driver.ListKeys(ctx, s.user)
 	if err != nil {
@@ -132,7 +132,7 @@ func (r *BucketAccessReconciler) reconcileKeys(ctx context.Context, s *accessSco
 }
 
 // startKey creates a new key (the first, or a rotation's second) and tries it.
-func (r *BucketAccessReconciler) startKey(ctx context.Context, s *accessScope, request string, secret *corev1.Secret) error {
+func (r *Reconciler) startKey(ctx context.Context, s *accessScope, request string, secret *corev1.Secret) error {
 	key, err := s.driver.CreateKey(ctx, s.user)
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (r *BucketAccessReconciler) startKey(ctx context.Context, s *accessScope, r
 
 // promote tries the pending key against every bucket and, once it works, writes it
 // to the Secret; the key it replaces enters its grace period.
-func (r *BucketAccessReconciler) promote(ctx context.Context, s *accessScope, p *pendingKey, current string, secret *corev1.Secret) error {
+func (r *Reconciler) promote(ctx context.Context, s *accessScope, p *pendingKey, current string, secret *corev1.Secret) error {
 	ba, rot := s.ba, &s.ba.Status.Rotation
 	if err := r.tryKey(ctx, s, p.key); err != nil {
 		p.attempts++
@@ -181,7 +181,7 @@ func (r *BucketAccessReconciler) promote(ctx context.Context, s *accessScope, p 
 }
 
 // tryKey proves a key works: a HeadBucket on every bucket with it.
-func (r *BucketAccessReconciler) tryKey(ctx context.Context, s *accessScope, key iam.AccessKey) error {
+func (r *Reconciler) tryKey(ctx context.Context, s *accessScope, key iam.AccessKey) error {
 	c, err := r.Stores.Factory(ctx, s3.Config{
 		Endpoint:              s.store.Spec.Endpoint,
 		Region:                stores.Region(s.store),
@@ -205,7 +205,7 @@ func (r *BucketAccessReconciler) tryKey(ctx context.Context, s *accessScope, key
 
 // rotationDue says whether a new key is asked for: a new value of the rotate
 // annotation, or a key older than rotation.every.
-func (r *BucketAccessReconciler) rotationDue(ba *bkv1.BucketAccess, now time.Time) (request string, due bool) {
+func (r *Reconciler) rotationDue(ba *bkv1.BucketAccess, now time.Time) (request string, due bool) {
 	request = ba.Annotations[bkv1.AnnotationRotateRequestedAt]
 	if request != "" && request != ba.Status.Rotation.LastHandledRequest {
 		return request, true
@@ -218,7 +218,7 @@ func (r *BucketAccessReconciler) rotationDue(ba *bkv1.BucketAccess, now time.Tim
 
 // graceEnd is when a key replaced at now may go, rounded up to the second: status
 // keeps times to the second, and rounding down would cut the grace short.
-func (r *BucketAccessReconciler) graceEnd(now time.Time) *metav1.Time {
+func (r *Reconciler) graceEnd(now time.Time) *metav1.Time {
 	end := now.Add(r.grace())
 	if whole := end.Truncate(time.Second); whole.Before(end) {
 		end = whole.Add(time.Second)
@@ -226,20 +226,20 @@ func (r *BucketAccessReconciler) graceEnd(now time.Time) *metav1.Time {
 	return &metav1.Time{Time: end}
 }
 
-func (r *BucketAccessReconciler) grace() time.Duration {
+func (r *Reconciler) grace() time.Duration {
 	if r.KeyGrace > 0 {
 		return r.KeyGrace
 	}
 	return defaults.AccessKeyGrace
 }
 
-func (r *BucketAccessReconciler) pendingOf(uid types.UID) *pendingKey {
+func (r *Reconciler) pendingOf(uid types.UID) *pendingKey {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pending[uid]
 }
 
-func (r *BucketAccessReconciler) setPending(uid types.UID, p *pendingKey) {
+func (r *Reconciler) setPending(uid types.UID, p *pendingKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p == nil {
