@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -236,11 +236,11 @@ func TestAdoptionKeepsForeignConfiguration(t *testing.T) {
 	}
 }
 
-// handReconciler is a StorageBucketReconciler started afresh, as after a restart:
+// handReconciler is a StorageBucket reconciler started afresh, as after a restart:
 // nothing in memory, only what status says. It counts S3 calls per bucket and
 // operation, HTTP requests per operation, and status writes per object.
 type handReconciler struct {
-	*controller.StorageBucketReconciler
+	*storagebucket.Reconciler
 	calls *bucketCalls
 
 	mu           sync.Mutex
@@ -264,7 +264,7 @@ func newHandReconciler(t *testing.T, clk clock.PassiveClock, syncInterval time.D
 		h.requests[op]++
 		h.mu.Unlock()
 	})
-	h.StorageBucketReconciler = &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
+	h.Reconciler = &storagebucket.Reconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
 		Clock: clk, SyncInterval: syncInterval, ClusterID: clusterID}
 	return h
 }

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -116,7 +116,7 @@ func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 	original := maps.Clone(secret.Data)
 
 	secret.Data[bkv1.SecretKeyBucketName] = []byte("someone-elses-bucket")
-	secret.Labels[controller.CachedDataDigest] = controller.ConnectionDataDigest(original)
+	secret.Labels[bkv1.LabelCachedDataDigest] = reconcile.ConnectionDataDigest(original)
 	must(t, k8s.Update(f.ctx, secret))
 	f.eventually(30*time.Second, "the connection Secret restored", func() error {
 		got := &corev1.Secret{}
@@ -126,7 +126,7 @@ func TestTamperedConnectionSecretIsRestored(t *testing.T) {
 		if !maps.EqualFunc(got.Data, original, bytes.Equal) {
 			return errf("%s = %q", bkv1.SecretKeyBucketName, got.Data[bkv1.SecretKeyBucketName])
 		}
-		if _, ok := got.Labels[controller.CachedDataDigest]; ok {
+		if _, ok := got.Labels[bkv1.LabelCachedDataDigest]; ok {
 			return errf("the cache's digest label is on the server: %v", got.Labels)
 		}
 		return nil

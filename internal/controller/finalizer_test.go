@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
 const otherFinalizer = "example.com/backup-protection"
@@ -57,14 +57,14 @@ func TestFinalizerPatchKeepsOtherFinalizers(t *testing.T) {
 
 	raced := f.bucket("raced", isolated)
 	stale = addOther(raced)
-	err := controller.PatchStorageBucketMetadata(f.ctx, k8s, stale, addOurs)
+	err := reconcile.PatchMetadata(f.ctx, k8s, stale, addOurs)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("finalizer patch from a stale copy: err = %v, want a conflict", err)
 	}
 	if got := f.get(raced).Finalizers; !slices.Equal(got, []string{otherFinalizer}) {
 		t.Fatalf("after the refused patch finalizers = %v, want only %s", got, otherFinalizer)
 	}
-	must(t, controller.PatchStorageBucketMetadata(f.ctx, k8s, f.get(raced), addOurs))
+	must(t, reconcile.PatchMetadata(f.ctx, k8s, f.get(raced), addOurs))
 	if got := sets.New(f.get(raced).Finalizers...); !got.Equal(sets.New(otherFinalizer, bkv1.Finalizer)) {
 		t.Fatalf("after the retry finalizers = %v, want both", sets.List(got))
 	}

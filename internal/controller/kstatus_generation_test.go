@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -28,7 +28,7 @@ func TestKstatusFollowsTheGeneration(t *testing.T) {
 	sb := f.bucket("generations", func(sb *bkv1.StorageBucket) {
 		sb.Labels = map[string]string{isolatedLabel: "true"} // the suite's manager leaves it alone
 	})
-	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Clock: clock.RealClock{},
+	r := &storagebucket.Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Clock: clock.RealClock{},
 		Stores: &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New}, SyncInterval: time.Hour, ClusterID: clusterID}
 	key := client.ObjectKeyFromObject(sb)
 	reconcileIsolated(t, r, key)
@@ -67,7 +67,7 @@ func TestKstatusFollowsTheGeneration(t *testing.T) {
 
 // reconcileIsolated makes the test's own reconciler r carry out the deletion of an
 // isolated StorageBucket when the test ends: no manager serves it.
-func reconcileIsolated(t *testing.T, r *controller.StorageBucketReconciler, key client.ObjectKey) {
+func reconcileIsolated(t *testing.T, r *storagebucket.Reconciler, key client.ObjectKey) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

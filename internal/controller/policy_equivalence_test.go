@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -89,7 +89,7 @@ func TestEquivalentPolicyIsNotRewritten(t *testing.T) {
 				Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 			recorder := events.NewFakeRecorder(10)
 			clk := clocktesting.NewFakeClock(time.Now())
-			r := &controller.StorageBucketReconciler{Client: k8s, Recorder: recorder, Stores: stores,
+			r := &storagebucket.Reconciler{Client: k8s, Recorder: recorder, Stores: stores,
 				Clock: clk, SyncInterval: time.Hour, ClusterID: clusterID}
 			_, err = r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
 			must(t, err)

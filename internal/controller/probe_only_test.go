@@ -16,14 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 )
 
 // probeReconciler is a StorageBucketReconciler with a prober on a fake clock, counting
 // S3 calls per bucket and operation, S3 HTTP requests per operation, and its
 // Kubernetes client calls per verb.
 type probeReconciler struct {
-	*controller.StorageBucketReconciler
+	*storagebucket.Reconciler
 	calls *bucketCalls
 
 	mu       sync.Mutex
@@ -80,9 +80,9 @@ func newProbeReconciler(t *testing.T, clk *clocktesting.FakeClock) *probeReconci
 	})
 	// Sync and heartbeat far beyond what the clock is stepped: the probes are the
 	// only thing due.
-	h.StorageBucketReconciler = &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
+	h.Reconciler = &storagebucket.Reconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
 		Clock: clk, SyncInterval: 24 * time.Hour, ClusterID: clusterID,
-		Prober: &controller.Prober{Clock: clk, Heartbeat: 24 * time.Hour, Jitter: func() float64 { return 0 }}}
+		Prober: &storagebucket.Prober{Clock: clk, Heartbeat: 24 * time.Hour, Jitter: func() float64 { return 0 }}}
 	return h
 }
 

@@ -21,7 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
@@ -105,8 +106,8 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 		c, err := s3.New(ctx, cfg)
 		return countingHeads{Client: c, log: heads}, err
 	}}
-	r := &controller.StorageBucketReconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clk,
-		SyncInterval: time.Hour, ClusterID: clusterID, Prober: &controller.Prober{Clock: clk, Heartbeat: 5 * time.Minute, Scheduler: sched,
+	r := &storagebucket.Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Stores: stores, Clock: clk,
+		SyncInterval: time.Hour, ClusterID: clusterID, Prober: &storagebucket.Prober{Clock: clk, Heartbeat: 5 * time.Minute, Scheduler: sched,
 			Observe: func(store string, _ bkv1.ProbeMode, _ string, _ time.Duration) {
 				if store == f.store {
 					mu.Lock()
@@ -308,8 +309,8 @@ func TestStoreOutage(t *testing.T) {
 	if other := total - ops["ListBuckets"]; other != 0 {
 		t.Errorf("a store known to be down got %d requests other than its health check: %v", other, ops)
 	}
-	if limit := s3.MaxAttempts * (1 + int(window/controller.MinCheckGap)); ops["ListBuckets"] > limit {
-		t.Errorf("%d health-check attempts in %s, more than one check per %s allows (%d)", ops["ListBuckets"], window, controller.MinCheckGap, limit)
+	if limit := s3.MaxAttempts * (1 + int(window/defaults.MinStoreCheckGap)); ops["ListBuckets"] > limit {
+		t.Errorf("%d health-check attempts in %s, more than one check per %s allows (%d)", ops["ListBuckets"], window, defaults.MinStoreCheckGap, limit)
 	}
 	for _, sb := range sbs {
 		if c := findCond(f.get(sb), bkv1.ConditionAvailable); c.Status == metav1.ConditionUnknown && c.Reason != bkv1.ReasonStoreUnreachable {

@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -114,7 +115,7 @@ func TestSecondReconcileChangesNothing(t *testing.T) {
 	stores := &stores.Registry{Client: wrapped, APIReader: counting, Factory: s3.New,
 		Observer: func(_ string, op string, _ int, _ error) { ops = append(ops, op) }}
 	clk := clocktesting.NewFakeClock(time.Now())
-	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: events.NewFakeRecorder(10), Stores: stores,
+	r := &storagebucket.Reconciler{Client: wrapped, Recorder: events.NewFakeRecorder(10), Stores: stores,
 		Clock: clk, SyncInterval: time.Hour, ClusterID: clusterID}
 	// Started afresh, it leaves the converged bucket until its slot in the interval
 	// (TestRestartDoesNotResyncAtOnce); from then on it checks it in full.
@@ -205,7 +206,7 @@ func TestStalledObjectSendsNoRequestStorm(t *testing.T) {
 			t.Errorf("a stalled object caused %d %s requests in %s; one resync per %s allows %d", n, op, window, syncInterval, resyncs)
 		}
 	}
-	if n := ops["ListBuckets"]; n > s3.MaxAttempts*(1+int(window/controller.MinCheckGap)) {
+	if n := ops["ListBuckets"]; n > s3.MaxAttempts*(1+int(window/defaults.MinStoreCheckGap)) {
 		t.Errorf("%d health-check requests in %s", n, window)
 	}
 }

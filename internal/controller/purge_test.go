@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -61,7 +61,7 @@ func purgeProgress(t *testing.T, server *testenv.S3Server) {
 		},
 	})
 	stores := &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New}
-	r := &controller.StorageBucketReconciler{Client: wrapped, Recorder: recorder, Stores: stores, Clock: clk,
+	r := &storagebucket.Reconciler{Client: wrapped, Recorder: recorder, Stores: stores, Clock: clk,
 		SyncInterval: time.Hour, ClusterID: clusterID}
 	// The suite's manager leaves this one to r alone.
 	sb := f.bucket("purged", func(sb *bkv1.StorageBucket) {

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 )
 
@@ -22,7 +22,7 @@ func init() {
 	probeStrategies["global-ticker"] = globalTicker
 }
 
-func globalTicker(mgr manager.Manager, opts Options, prober *controller.Prober) (source.Source, manager.Runnable) {
+func globalTicker(mgr manager.Manager, opts Options, prober *storagebucket.Prober) (source.Source, manager.Runnable) {
 	ticker := probe.NewGlobalTicker(opts.Clock, opts.DefaultProbeInterval, func(ctx context.Context) ([]client.Object, error) {
 		list := &bkv1.StorageBucketList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {

@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/controller"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/bucketaccess"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/objectstore"
+	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
@@ -133,7 +133,7 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 // cacheOptions limits the cache: only Secrets with one of the operator's role labels
 // are cached (the connection and access Secrets it writes and the credentials Secrets
 // stores name), never every Secret in the cluster, and each as a bounded summary
-// without its data (controller.TransformSecret), since a tenant can label its own
+// without its data (reconcile.TransformSecret), since a tenant can label its own
 // Secrets so; with a namespace or label selector only those objects.
 func cacheOptions(opts Options) (cache.Options, error) {
 	secretRole, err := labels.NewRequirement(bkv1.LabelSecretRole, selection.In,
@@ -197,13 +197,13 @@ func s3Observer(opts Options) func(store, op string, status int, err error) {
 // probing is what setupProbing hands the controllers: the prober, the source that
 // wakes buckets when a probe is due, and the per-store request budget of the probes.
 type probing struct {
-	prober *controller.Prober
+	prober *storagebucket.Prober
 	events source.Source
 	budget func(store string, perSecond float64, burst int)
 }
 
 // probeStrategy replaces the probe scheduler; see Options.ProbeStrategy.
-type probeStrategy func(mgr manager.Manager, opts Options, prober *controller.Prober) (source.Source, manager.Runnable)
+type probeStrategy func(mgr manager.Manager, opts Options, prober *storagebucket.Prober) (source.Source, manager.Runnable)
 
 // probeStrategies are the strategies other than the scheduler: none in a default
 // build, the benchmark's baseline in one with the benchbaseline tag.
@@ -214,7 +214,7 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
 		OnSend: func(_ types.NamespacedName, lag time.Duration) { metrics.ProbeScheduleLag.Observe(lag.Seconds()) },
 	})
-	prober := &controller.Prober{
+	prober := &storagebucket.Prober{
 		Scheduler:          scheduler,
 		Clock:              opts.Clock,
 		Heartbeat:          opts.StatusHeartbeat,
@@ -297,7 +297,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}
-	if err := (&controller.StorageBucketReconciler{
+	if err := (&storagebucket.Reconciler{
 		Client:           mgr.GetClient(),
 		Recorder:         mgr.GetEventRecorder("bucketkeeper-storagebucket"),
 		Stores:           registry,
@@ -346,7 +346,7 @@ func setupReceiver(mgr manager.Manager, opts Options) error {
 		TLSCertFile:    opts.ReceiverTLSCertFile,
 		TLSKeyFile:     opts.ReceiverTLSKeyFile,
 		MaxConnections: opts.ReceiverMaxConnections,
-		Requester:      &controller.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
+		Requester:      &storagebucket.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
 		Clock:          opts.Clock,
 		Log:            ctrl.Log.WithName("receiver"),
 	})

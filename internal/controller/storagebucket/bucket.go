@@ -1,0 +1,201 @@
+package storagebucket
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
+)
+
+// reconcileBucket makes sure the bucket exists and belongs to this claim. Only a bucket
+// carrying this claim's tags counts as "already done"; anything else is either adopted
+// (when allowed) or left untouched with a condition that says why.
+func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	// Decided once per pass: the configuration step follows this verdict.
+	scope.syncing = r.syncDue(scope)
+	if !scope.syncing {
+		return nil
+	}
+	// From "does it exist" to "it is tagged ours", one claim at a time per name.
+	defer r.names.lock(scope.store.Spec.Endpoint + "\x00" + scope.bucket)()
+
+	_, err := scope.s3.HeadBucket(ctx, scope.bucket)
+	switch s3.KindOf(err) {
+	case s3.KindNotFound:
+		return r.createBucket(ctx, scope)
+	case s3.KindAccessDenied:
+		return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket %q exists but these credentials may not access it: it belongs to another account", scope.bucket)
+	}
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
+	}
+
+	tags, err := scope.s3.GetBucketTagging(ctx, scope.bucket)
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+	}
+	me := scope.owner
+	switch me.of(tags, scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
+	case ownedByUs:
+		if (tags[bkv1.TagCluster] == "" && me.cluster != "") || !me.recordsNamespace(tags) {
+			// Tagged before cluster tags, or namespace UIDs, were recorded.
+			if err := r.tagOwner(ctx, scope, tags); err != nil {
+				return err
+			}
+		}
+		r.provisioned(scope, bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket")
+		return nil
+	case released:
+		if err := r.confirmNamespace(ctx, scope); err != nil {
+			return err
+		}
+		if err := r.tagOwner(ctx, scope, tags); err != nil {
+			return err
+		}
+		r.provisioned(scope, bkv1.ReasonBucketBound, "released bucket %q bound again to this StorageBucket")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketBound, "Bind", "bound released bucket %s", scope.bucket)
+		return nil
+	case otherCluster:
+		return reconcile.Terminalf(bkv1.ReasonOwnedByAnotherCluster, "bucket %q belongs to another cluster sharing this store; it is never taken over", scope.bucket)
+	case ownedByOther:
+		return reconcile.Terminalf(bkv1.ReasonOwnedByAnotherClaim, "bucket %q belongs to another StorageBucket; it is never taken over", scope.bucket)
+	}
+
+	// Unowned. Our own earlier create, interrupted before tagging, is finished now.
+	if createIntended(sb, scope.bucket) {
+		if err := r.tagOwner(ctx, scope, tags); err != nil {
+			return err
+		}
+		r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s", scope.bucket)
+		return nil
+	}
+	if sb.Spec.Adoption != bkv1.AdoptionIfUnowned {
+		return reconcile.Terminalf(bkv1.ReasonBucketNotOwned, "bucket %q already exists and was not created by bucketkeeper; set spec.adoption: IfUnowned to take it over, where the ObjectStore's guardrails allow adoption", scope.bucket)
+	}
+	if err := r.checkAdoptionAllowed(ctx, scope); err != nil {
+		return err
+	}
+	if err := r.checkAdoptionOwner(ctx, scope); err != nil {
+		return err
+	}
+	if err := r.tagOwner(ctx, scope, tags); err != nil {
+		return err
+	}
+	r.provisioned(scope, bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted")
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketAdopted, "Adopt", "adopted pre-existing bucket %s", scope.bucket)
+	return nil
+}
+
+// createIntended says whether this very object (not an earlier one of the same name)
+// recorded, in its status, that it was about to create bucket.
+func createIntended(sb *bkv1.StorageBucket, bucket string) bool {
+	intent := sb.Status.CreateIntent
+	return intent != nil && intent.BucketName == bucket && intent.UID == sb.UID
+}
+
+func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	if scope.adoptOnly {
+		return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket %q does not exist, and a name outside namespace %q's lane may adopt an existing bucket but not create one (guardrails.allowBucketNamesOutsideNamespace is off)",
+			scope.bucket, sb.Namespace)
+	}
+	recreating := sb.Status.BucketName == scope.bucket && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
+
+	// Recorded in status, which tenants cannot write, and written now rather than at
+	// the end of the pass: once CreateBucket is sent, a crash or a deletion must still
+	// find the proof that the bucket is this object's work.
+	if !createIntended(sb, scope.bucket) {
+		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID}
+		if err := scope.patcher.WriteNow(ctx); err != nil {
+			return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
+		}
+	}
+
+	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
+	switch s3.KindOf(err) {
+	case s3.KindBucketNameTaken:
+		sb.Status.CreateIntent = nil // nothing was created
+		return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
+	case s3.KindAlreadyOwnedByYou:
+		// Created by someone else with these credentials between our HEAD and CREATE:
+		// not our work, so the intent goes, and the next pass decides by tags as for
+		// any existing bucket.
+		sb.Status.CreateIntent = nil
+		return reconcile.AsStepError(err, fmt.Sprintf("bucket %q appeared while creating it", scope.bucket))
+	}
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
+	}
+	if err := r.tagOwner(ctx, scope, nil); err != nil {
+		return err
+	}
+	scope.created = true
+	if recreating {
+		r.provisioned(scope, bkv1.ReasonBucketRecreated, "bucket %q had disappeared and was created again")
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonBucketRecreated, "Create", "bucket %s had disappeared from the store and was created again (empty)", scope.bucket)
+		return nil
+	}
+	r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s in region %s", scope.bucket, scope.region)
+	return nil
+}
+
+// confirmNamespace reads the claim's namespace from the API server before a released
+// bucket is bound again: the cached namespace may still be an earlier one of the same
+// name, just deleted, whose retained buckets are not this one's to take.
+func (r *Reconciler) confirmNamespace(ctx context.Context, scope *bucketScope) error {
+	if scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Stores.APIReader.Get(ctx, types.NamespacedName{Name: scope.sb.Namespace}, ns); err != nil {
+		return err
+	}
+	if ns.UID != scope.owner.namespace {
+		return fmt.Errorf("namespace %s is not the one the cache holds yet; will retry", scope.sb.Namespace)
+	}
+	return nil
+}
+
+// tagOwner adds the ownership tags, keeping the tags already there; the configuration
+// step then brings the rest of the tags in line with the spec.
+func (r *Reconciler) tagOwner(ctx context.Context, scope *bucketScope, existing map[string]string) error {
+	tags := withoutSystemTags(existing)
+	maps.Copy(tags, scope.sb.Spec.Tags)
+	maps.Copy(tags, scope.owner.tags())
+	if len(tags) > bkv1.MaxBucketTags {
+		// Checked here, before anything is written: a pre-existing bucket's own tags
+		// are kept, and with the spec's and the ownership tags they may not fit.
+		return reconcile.Terminalf(bkv1.ReasonInvalidTags, "bucket %q would carry %d tags (its own, the spec's and the ownership tags); S3 allows %d: remove tags from the spec or from the bucket",
+			scope.bucket, len(tags), bkv1.MaxBucketTags)
+	}
+	if err := scope.s3.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("tagging bucket %q as owned by %s", scope.bucket, claimOf(scope.sb)))
+	}
+	return nil
+}
+
+// provisioned records ownership in status. An already-true Provisioned condition keeps
+// its reason, so steady-state reconciles leave the status unchanged.
+func (r *Reconciler) provisioned(scope *bucketScope, reason, format string) {
+	sb := scope.sb
+	sb.Status.BucketName = scope.bucket
+	sb.Status.Region = scope.region
+	sb.Status.Endpoint = stores.Endpoint(scope.store, scope.region)
+	if reason == bkv1.ReasonBucketBound && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned) {
+		c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionProvisioned)
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, c.Reason, c.Message)
+		return
+	}
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
+}

@@ -1,0 +1,24 @@
+// Package storagebucket is the StorageBucket reconciler: a claim in a namespace
+// becomes a bucket on an S3-compatible store outside the cluster. It owns the bucket
+// (created, adopted or bound again, and tagged as this claim's), its configuration
+// (versioning, tags, lifecycle, public access, policy, with drift corrected), the
+// connection Secret, the bucket's health probe on its own timer, the implicit
+// BucketAccess a claim may ask for, and the deletion policy.
+//
+// A pass, in the order controller.go runs it:
+//   - store.go: the ObjectStore, whether this namespace may use it and whether it is
+//     Ready, and the bucket's name and region;
+//   - guardrails.go, lane.go, withdraw.go: the store's guardrails, suspended claims
+//     included, and what a tightened guardrail takes back from a bucket;
+//   - bucket.go, adoption.go, ownership.go, namelock.go: the bucket itself, by its
+//     ownership tags, one claim at a time per name;
+//   - sync.go, config.go, applied.go: whether the configuration is due, and the
+//     settings applied with the rule for settings the spec leaves out;
+//   - secret.go, access.go: the connection Secret and the implicit access;
+//   - probe.go, probeonly.go: the probe and its scheduler, and the short pass that
+//     only probes;
+//   - delete.go, purge.go: deletion per policy, and a purge's paced progress.
+//
+// setup.go wires the watches; requester.go turns a webhook's probe request into a
+// pass. It imports no other reconciler.
+package storagebucket

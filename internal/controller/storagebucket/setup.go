@@ -1,0 +1,101 @@
+package storagebucket
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
+)
+
+// SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
+// deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
+// credentials and namespaces its verdicts depend on. Each reconcile runs within
+// ReconcileTimeout and inside a slot of its store (see storeslots.go).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&bkv1.StorageBucket{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt, bkv1.AnnotationDeletionPolicy))).
+		Owns(&corev1.Secret{}, builder.WithPredicates(notCreated())).
+		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout})
+	if r.ProbeEvents != nil {
+		b = b.WatchesRawSource(r.ProbeEvents)
+	}
+	return b.Complete(&stores.SlotLimited{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r, Workers: concurrency})
+}
+
+// SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or
+// to a StorageBucket using the store (for deletion) re-reconciles it.
+
+// notCreated passes changes and deletions of the connection Secrets, which must be
+// repaired, but not their creation: that is our own write in the pass that provisions
+// the bucket, and a second pass woken by it would mostly find a cache that has the new
+// Secret but not yet the status written right after it, and redo the whole sync only to
+// fail that status write with a conflict. At start-up every StorageBucket is enqueued by
+// its own creation event anyway.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
+}
+
+// storeVerdictChanged passes store updates that can change a bucket's verdict: a new
+// spec, or a different Ready status or reason.
+func storeVerdictChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*bkv1.ObjectStore), e.ObjectNew.(*bkv1.ObjectStore)
+		if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+			return true
+		}
+		before, after := apimeta.FindStatusCondition(o.Status.Conditions, bkv1.ConditionReady), apimeta.FindStatusCondition(n.Status.Conditions, bkv1.ConditionReady)
+		if (before == nil) != (after == nil) {
+			return true
+		}
+		return before != nil && (before.Status != after.Status || before.Reason != after.Reason || before.ObservedGeneration != after.ObservedGeneration)
+	}}
+}
+
+func (r *Reconciler) bucketsOfStore(ctx context.Context, o client.Object) []ctrl.Request {
+	return bucketsUsing(ctx, r.Client, o.GetName())
+}
+
+func bucketsUsing(ctx context.Context, c client.Reader, store string) []ctrl.Request {
+	return listRequests(ctx, c, client.MatchingFields{reconcile.IndexStorageBucketStore: store})
+}
+
+// listRequests turns the StorageBuckets a list selects into reconcile requests.
+func listRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []ctrl.Request {
+	list := &bkv1.StorageBucketList{}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(list.Items))
+	for _, sb := range list.Items {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+	}
+	return out
+}
+
+// bucketsOfSecret: an application-credentials Secret changes the connection Secrets of
+// every bucket on the stores that name it.
+func (r *Reconciler) bucketsOfSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var out []ctrl.Request
+	for _, store := range reconcile.StoresReferencing(ctx, r.Client, o) {
+		out = append(out, bucketsUsing(ctx, r.Client, store.Name)...)
+	}
+	return out
+}
+
+func (r *Reconciler) bucketsInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+	return listRequests(ctx, r.Client, client.InNamespace(o.GetName()))
+}

@@ -1,0 +1,120 @@
+package storagebucket
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
+)
+
+// reconcileStore finds the ObjectStore, checks that this namespace may use it and that
+// it is healthy, and picks the bucket name and region.
+func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
+	sb := scope.sb
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
+		}
+		return err
+	}
+	if !store.DeletionTimestamp.IsZero() {
+		return reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
+	}
+	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
+		return err
+	}
+	if err := storeHealth(store); err != nil {
+		return err
+	}
+	// Requests for the bucket are signed for the bucket's own region.
+	region := sb.Spec.Region
+	if region == "" {
+		region = stores.Region(store)
+	}
+	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
+	if err != nil {
+		return err
+	}
+	me, err := r.ownerOf(ctx, sb)
+	if err != nil {
+		return err
+	}
+	scope.store, scope.s3, scope.owner = store, c, me
+	scope.bucket = bucketNameFor(sb, store)
+	scope.region = region
+	return nil
+}
+
+func (r *Reconciler) checkNamespaceAllowed(ctx context.Context, store *bkv1.ObjectStore, namespace string) error {
+	if store.Spec.AllowedNamespaces == nil {
+		return nil
+	}
+	ok, err := r.namespaceSelected(ctx, store.Spec.AllowedNamespaces, namespace)
+	if err != nil {
+		return reconcile.Terminalf(bkv1.ReasonNamespaceNotAllowed, "ObjectStore %q has an invalid allowedNamespaces selector: %v", store.Name, err)
+	}
+	if !ok {
+		return reconcile.Terminalf(bkv1.ReasonNamespaceNotAllowed, "namespace %q is not allowed to use ObjectStore %q (allowedNamespaces)", namespace, store.Name)
+	}
+	return nil
+}
+
+// namespaceSelected says whether the namespace's labels match sel. Namespaces are
+// cluster-scoped and their labels are the platform team's, not the tenant's.
+func (r *Reconciler) namespaceSelected(ctx context.Context, sel *metav1.LabelSelector, namespace string) (bool, error) {
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+		return false, err
+	}
+	return selector.Matches(labels.Set(ns.Labels)), nil
+}
+
+// storeHealth reads the verdict of the store's own health check, so that when a store is
+// down its buckets say so without each sending a failing request of its own. The store's
+// message (endpoint addresses, TLS chain text) is the platform team's to read: tenants
+// see the reason and where to look, not the store's internals.
+func storeHealth(store *bkv1.ObjectStore) error {
+	ready := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady)
+	switch {
+	case ready == nil || ready.ObservedGeneration != store.Generation:
+		return reconcile.Waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
+	case ready.Status == metav1.ConditionTrue:
+		return nil
+	}
+	verdict := reconcile.StoreVerdictOf(ready.Reason)
+	if verdict.Terminal {
+		return reconcile.Terminalf(ready.Reason, "ObjectStore %q is not usable (%s); its status has the details", store.Name, ready.Reason)
+	}
+	state := verdict.BucketMessage
+	if state == "" {
+		state = fmt.Sprintf("is not ready (%s)", ready.Reason)
+	}
+	return reconcile.Waitingf(verdict.BucketReason, "ObjectStore %q %s; its status has the details", store.Name, state)
+}
+
+// bucketNameFor keeps a name once recorded, so a later change of the store's prefix
+// never moves an existing claim to another bucket.
+func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
+	switch {
+	case sb.Spec.BucketName != "":
+		return sb.Spec.BucketName
+	case sb.Status.BucketName != "":
+		return sb.Status.BucketName
+	default:
+		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
+	}
+}
