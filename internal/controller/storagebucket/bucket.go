@@ -20,10 +20,8 @@ import (
 // (when allowed) or left untouched with a condition that says why.
 func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
-	// Decided once per pass: the configuration step follows this verdict.
-	scope.syncing = r.syncDue(scope)
 	if !scope.syncing {
-		return nil
+		return nil // the last verdict stands (decideSync)
 	}
 	// From "does it exist" to "it is tagged ours", one claim at a time per name.
 	defer r.names.lock(scope.store.Spec.Endpoint + "\x00" + scope.bucket)()

@@ -97,20 +97,27 @@ type bucketScope struct {
 // every time and never depends on which event woke it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcile.Run(ctx, r.Client, req, &bkv1.StorageBucket{}, reconcile.Lifecycle[*bkv1.StorageBucket]{
-		Kind:    "StorageBucket",
-		Status:  func(sb *bkv1.StorageBucket) any { return sb.Status },
-		OnWrite: r.OnStatusWrite,
-		Gone: func(key types.NamespacedName) {
-			r.synced.forget(key)
-			r.passes.forget(key)
-			r.Prober.forget(key)
-		},
+		Kind:      "StorageBucket",
+		Status:    func(sb *bkv1.StorageBucket) any { return sb.Status },
+		OnWrite:   r.OnStatusWrite,
+		Gone:      r.forget,
 		Deleting:  r.reconcileDelete,
-		Suspended: func(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend },
+		Suspended: suspended,
 		Suspend:   r.reconcileSuspended,
 		Normal:    r.reconcileNormal,
 	})
 }
+
+// forget drops what this process remembers of a StorageBucket that no longer exists:
+// its last sync, its last pass and its probe state.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.synced.forget(key)
+	r.passes.forget(key)
+	r.Prober.forget(key)
+}
+
+// suspended says whether the claim asks for no reconciliation (spec.suspend).
+func suspended(sb *bkv1.StorageBucket) bool { return sb.Spec.Suspend }
 
 // reconcileSuspended stops probing the bucket and records the suspension; the
 // guardrails still hold (checkSuspended).
@@ -145,6 +152,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 	}{
 		{bkv1.ConditionProvisioned, "checking the ObjectStore", r.reconcileStore},
 		{bkv1.ConditionReady, "checking the ObjectStore's guardrails", r.reconcileGuardrails},
+		{bkv1.ConditionReady, "deciding whether the bucket is due a sync", r.decideSync},
 		{bkv1.ConditionProvisioned, "provisioning the bucket", r.reconcileBucket},
 		{bkv1.ConditionConfigured, "configuring the bucket", r.reconcileConfiguration},
 		{bkv1.ConditionReady, "writing the connection Secret", r.reconcileConnectionSecret},

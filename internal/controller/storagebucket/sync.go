@@ -1,6 +1,7 @@
 package storagebucket
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,15 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
+
+// decideSync is the pass's step that decides, once, whether the bucket and its
+// configuration are checked against the store in this pass (scope.syncing): the
+// bucket and configuration steps both follow that verdict. It needs the store and the
+// checked policy (desiredHash), so it runs after the store and guardrail steps.
+func (r *Reconciler) decideSync(_ context.Context, scope *bucketScope) error {
+	scope.syncing = r.syncDue(scope)
+	return nil
+}
 
 // syncDue says whether bucket and configuration must be checked against the store now:
 // on a new generation, a changed store, an earlier failure, or every SyncInterval.
