@@ -99,3 +99,13 @@ const (
 	// its store (e.g. NamespaceNotAllowed), so the access's key was revoked.
 	ReasonBucketRefused = "BucketRefused"
 )
+
+// Reasons of Events that no condition carries: what the deletion of a StorageBucket
+// did to its bucket. (Every other Event's reason is the condition reason above.)
+const (
+	EventReasonBucketDeleted     = "BucketDeleted"
+	EventReasonBucketReleased    = "BucketReleased"
+	EventReasonBucketLeftAlone   = "BucketLeftAlone"
+	EventReasonBucketNotReleased = "BucketNotReleased"
+	EventReasonBucketAbandoned   = "BucketAbandoned"
+)

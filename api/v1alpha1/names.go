@@ -128,3 +128,8 @@ const StoreLeasePrefix = "bucketkeeper-store-"
 // rather than an annotation because every connection Secret has labels already: no
 // second map per Secret.
 const LabelCachedDataDigest = "bucketkeeper.io/cached-data-sha256"
+
+// LabelCachedTruncated marks the manager's cached copy of a Secret whose labels,
+// annotations or owner references were shortened, so that a write reads the whole
+// object first. Like LabelCachedDataDigest it exists only in the cache.
+const LabelCachedTruncated = "bucketkeeper.io/cached-truncated"

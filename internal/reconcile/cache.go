@@ -49,15 +49,11 @@ func TransformStorageBucket() toolscache.TransformFunc {
 //   - the operator's own labels, then other labels and annotations up to
 //     maxCachedMetadata bytes each, at most maxCachedOwnerRefs owner references, no
 //     finalizers or managedFields;
-//   - cachedTruncated when anything but data was left out, so that a write reads the
+//   - bkv1.LabelCachedTruncated when anything but data was left out, so that a write reads the
 //     whole object first (LiveSecret) instead of sending back a shortened copy.
 //
 // The data of the credentials Secrets ObjectStores name is read from the API server once
-// per version (stores.Registry.secretData): those are few and the platform team's.
-
-// cachedTruncated marks a cached Secret whose labels, annotations or owner references
-// were shortened. Like bkv1.LabelCachedDataDigest it exists only in the cache.
-const cachedTruncated = "bucketkeeper.io/cached-truncated"
+// per version (store.Registry.SecretData): those are few and the platform team's.
 
 // Bounds of one cached Secret's metadata besides the operator's own labels: enough for
 // what tools and people put on a Secret, small enough that thousands of hostile ones
@@ -94,7 +90,7 @@ func summarizeSecret(s *corev1.Secret) *corev1.Secret {
 		}
 	}
 	others, cut := boundedMap(s.Labels, func(k string) bool {
-		return slices.Contains(ownLabels, k) || k == bkv1.LabelCachedDataDigest || k == cachedTruncated
+		return slices.Contains(ownLabels, k) || k == bkv1.LabelCachedDataDigest || k == bkv1.LabelCachedTruncated
 	})
 	truncated = truncated || cut
 	maps.Copy(labels, others)
@@ -109,7 +105,7 @@ func summarizeSecret(s *corev1.Secret) *corev1.Secret {
 	}
 	labels[bkv1.LabelCachedDataDigest] = ConnectionDataDigest(s.Data)
 	if truncated {
-		labels[cachedTruncated] = "true"
+		labels[bkv1.LabelCachedTruncated] = "true"
 	}
 	var data map[string][]byte
 	if s.Labels[bkv1.LabelSecretRole] == bkv1.SecretRoleAccess {
@@ -184,7 +180,7 @@ func CachedDigest(s *corev1.Secret) string {
 		digest = ConnectionDataDigest(s.Data)
 	}
 	delete(s.Labels, bkv1.LabelCachedDataDigest)
-	delete(s.Labels, cachedTruncated)
+	delete(s.Labels, bkv1.LabelCachedTruncated)
 	return digest
 }
 
@@ -192,7 +188,7 @@ func CachedDigest(s *corev1.Secret) string {
 // metadata out, so that an update never drops what the cache did not hold; otherwise
 // the cached copy itself.
 func LiveSecret(ctx context.Context, reader client.Reader, cached *corev1.Secret) (*corev1.Secret, error) {
-	if cached.Labels[cachedTruncated] == "" {
+	if cached.Labels[bkv1.LabelCachedTruncated] == "" {
 		return cached, nil
 	}
 	live := &corev1.Secret{}

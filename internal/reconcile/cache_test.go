@@ -96,7 +96,7 @@ func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	if len(got.OwnerReferences) != maxCachedOwnerRefs || !metav1.IsControlledBy(got, &metav1.ObjectMeta{UID: "u"}) {
 		t.Errorf("owner references %v: want %d with the controller's", got.OwnerReferences, maxCachedOwnerRefs)
 	}
-	if got.Labels[cachedTruncated] == "" || got.Finalizers != nil {
+	if got.Labels[bkv1.LabelCachedTruncated] == "" || got.Finalizers != nil {
 		t.Errorf("a shortened copy is not marked, or kept finalizers: %v %v", got.Labels, got.Finalizers)
 	}
 
@@ -104,7 +104,7 @@ func TestTransformSecretBoundsWhatATenantWrites(t *testing.T) {
 	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleAccess}},
 		Data: map[string][]byte{bkv1.AccessSecretKeyAccessKeyID: []byte("AKIA1"), bkv1.AccessSecretKeySecretKey: []byte("secret"), bkv1.AccessSecretKeyRegion: []byte("r")}}
 	got = summarizeSecret(s)
-	if len(got.Data) != 2 || string(got.Data[bkv1.AccessSecretKeyAccessKeyID]) != "AKIA1" || got.Labels[cachedTruncated] != "" {
+	if len(got.Data) != 2 || string(got.Data[bkv1.AccessSecretKeyAccessKeyID]) != "AKIA1" || got.Labels[bkv1.LabelCachedTruncated] != "" {
 		t.Errorf("access Secret cached as %v %v", got.Data, got.Labels)
 	}
 	if got.Labels[bkv1.LabelCachedDataDigest] != ConnectionDataDigest(s.Data) {

@@ -86,7 +86,7 @@ func knownBucket(sb *bkv1.StorageBucket) string {
 // say it is this object's, or that this object's intent proves it created.
 func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, error) {
 	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketAbandoned", "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketAbandoned, "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
 			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
 		return true, nil
 	}
@@ -120,7 +120,7 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 		// Nor does a claim that never recorded a bucket (refused, or of another
 		// account): only a status write lost after tagging leaves one behind, and the
 		// same rule binds it again.
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "BucketNotReleased", "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketNotReleased, "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
 			bucket, reconcile.AsStepError(err, "releasing").Reason)
 		return true, nil
 	}
@@ -151,12 +151,12 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	case ownedByUs:
 	case unowned:
 		if !createIntended(sb, bucket) {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketLeftAlone", "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketLeftAlone, "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
 			return true, nil
 		}
 		// Created by this object, which was deleted or stopped before tagging it.
 	default:
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketLeftAlone", "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketLeftAlone, "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
 		return true, nil
 	}
 
@@ -180,7 +180,7 @@ func (r *Reconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, 
 	if err := c.PutBucketTagging(ctx, bucket, released); err != nil {
 		return false, reconcile.AsStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketReleased", "Delete", "bucket %s retained and released for %s", bucket, claimOf(sb))
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketReleased, "Delete", "bucket %s retained and released for %s", bucket, claimOf(sb))
 	return true, nil
 }
 
@@ -196,7 +196,7 @@ func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, c
 	if err != nil {
 		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "deleted bucket %s", bucket)
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "deleted bucket %s", bucket)
 	return true, nil
 }
 
@@ -253,7 +253,7 @@ func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, pa
 				return false, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
 			}
 			r.purges.forget(sb.UID)
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "BucketDeleted", "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
 			return true, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,7 @@ func (r *Reconciler) checkSuspended(ctx context.Context, scope *bucketScope) (ct
 	}
 	result, rerr := reconcile.SummarizeFailure(ctx, &sb.Status.Conditions, sb.Generation, &sb.Status.ObservedGeneration, refusal, r.SyncInterval, func() {
 		scope.patcher.AfterWrite(func() {
-			r.Recorder.Eventf(sb, nil, "Warning", refusal.Reason, "Reconcile", "%s", refusal.Message)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, refusal.Reason, "Reconcile", "%s", refusal.Message)
 		})
 	})
 	// Stalled (or Reconciling, while a withdrawal is retried) says what is wrong; the
@@ -98,7 +99,7 @@ func (r *Reconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, 
 	if withdrawn {
 		log.FromContext(ctx).Info("withdrew from the bucket what the store's guardrails now refuse", "bucket", scope.bucket, "reason", refusal.Reason)
 		scope.patcher.AfterWrite(func() {
-			r.Recorder.Eventf(sb, nil, "Warning", refusal.Reason, "Withdraw",
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, refusal.Reason, "Withdraw",
 				"removed from bucket %s what ObjectStore %q's guardrails now refuse (public access or policy)", scope.bucket, store.Name)
 		})
 	}
