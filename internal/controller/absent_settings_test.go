@@ -413,7 +413,7 @@ func (c countingClient) DeleteBucketPolicy(ctx context.Context, b string) error 
 	return c.Client.DeleteBucketPolicy(ctx, b)
 }
 
-func isolated(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} }
+func isolated(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: sb.Namespace} }
 
 // TestAbsentSettingsRuleSurvivesRestart: the rule is decided from status, not memory. A
 // reconciler started afresh after the record exists removes exactly what the operator

@@ -67,11 +67,11 @@ func TestNewBucketCostsOnePass(t *testing.T) {
 	restCfg := rest.CopyConfig(cfg)
 	restCfg.Wrap(counter.wrap)
 	ctx, stop := context.WithCancel(f.ctx)
-	done, err := startManagerOn(ctx, restCfg, operator.Options{WatchLabelSelector: isolatedLabel})
+	done, err := startManagerOn(ctx, restCfg, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns})
 	must(t, err)
 	t.Cleanup(func() { stop(); <-done })
 	isolated := func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: f.ns}
 		sb.Spec.Probe = bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Hour}, Mode: bkv1.ProbeModeHead}
 	}
 

@@ -130,7 +130,7 @@ func TestAccessCollectorRevokesAKeyItsStatusNeverRecorded(t *testing.T) {
 func testStatusNeverWritten(t *testing.T, srv *testenv.S3Server) {
 	f := newFixture(t, srv, withIAMOn(srv))
 	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
-	isolated := map[string]string{isolatedLabel: "true"}
+	isolated := map[string]string{isolatedLabel: f.ns}
 	sb := f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Labels = isolated })
 	ba := &bkv1.BucketAccess{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app", Labels: isolated},
@@ -143,7 +143,7 @@ func testStatusNeverWritten(t *testing.T, srv *testenv.S3Server) {
 	restCfg := rest.CopyConfig(cfg)
 	restCfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return accessStatusRefused{next: next} })
 	ctx, stop := context.WithCancel(f.ctx)
-	done, err := startManagerOn(ctx, restCfg, operator.Options{WatchLabelSelector: isolatedLabel})
+	done, err := startManagerOn(ctx, restCfg, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns})
 	must(t, err)
 	defer func() { stop(); <-done }()
 

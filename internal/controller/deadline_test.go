@@ -37,7 +37,7 @@ func TestHungStoreLeavesWorkersForOthers(t *testing.T) {
 	// the test: only the per-store cap can free a worker for store B.
 	ctx, stop := context.WithCancel(context.Background())
 	done, err := startManager(ctx, operator.Options{
-		WatchLabelSelector: isolatedLabel,
+		WatchLabelSelector: isolatedLabel + "=" + hung.ns,
 		Concurrency:        concurrency,
 		S3RequestTimeout:   10 * time.Minute,
 		ReconcileTimeout:   10 * time.Minute,
@@ -54,7 +54,7 @@ func TestHungStoreLeavesWorkersForOthers(t *testing.T) {
 	})
 
 	isolated := func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: hung.ns}
 		sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete
 	}
 	for i := range hungBuckets {

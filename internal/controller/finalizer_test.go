@@ -26,7 +26,7 @@ const otherFinalizer = "example.com/backup-protection"
 // patch conflicts, and the retry from a fresh copy keeps both.
 func TestFinalizerPatchKeepsOtherFinalizers(t *testing.T) {
 	f := newFixture(t, seaweed)
-	isolated := func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} } // no manager touches it
+	isolated := func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} } // no manager touches it
 	addOther := func(sb *bkv1.StorageBucket) *bkv1.StorageBucket {
 		stale := f.get(sb)
 		fresh := stale.DeepCopy()
@@ -77,11 +77,11 @@ func TestFinalizerPatchKeepsOtherFinalizers(t *testing.T) {
 func TestRemovedFinalizerComesBack(t *testing.T) {
 	f := newFixture(t, seaweed)
 	ctx, stop := context.WithCancel(f.ctx)
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, SyncInterval: time.Hour})
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, SyncInterval: time.Hour})
 	must(t, err)
 	t.Cleanup(func() { stop(); <-done })
 	sb := f.bucket("unguarded", func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: f.ns}
 		sb.Spec.Probe = bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Hour}}
 	})
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)

@@ -26,7 +26,7 @@ import (
 func TestKstatusFollowsTheGeneration(t *testing.T) {
 	f := newFixture(t, seaweed)
 	sb := f.bucket("generations", func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"} // the suite's manager leaves it alone
+		sb.Labels = map[string]string{isolatedLabel: f.ns} // the suite's manager leaves it alone
 	})
 	r := &storagebucket.Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(100), Clock: clock.RealClock{},
 		Stores: &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New}, SyncInterval: time.Hour, ClusterID: clusterID}

@@ -29,7 +29,7 @@ func TestOnlyTheLeaderProbes(t *testing.T) {
 		ctx, cancel := context.WithCancel(f.ctx)
 		in.cancel = cancel
 		done, err := startManager(ctx, operator.Options{
-			WatchLabelSelector: isolatedLabel, LeaderElection: true, LeaderElectionNamespace: "default",
+			WatchLabelSelector: isolatedLabel + "=" + f.ns, LeaderElection: true, LeaderElectionNamespace: "default",
 			LeaderElectionID: "leader-test-" + f.ns, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 			// Short probe intervals (the default, for buckets that set none) keep
 			// the test short; no drift checks, so every HeadBucket is a probe.
@@ -54,7 +54,7 @@ func TestOnlyTheLeaderProbes(t *testing.T) {
 	var sbs []*bkv1.StorageBucket
 	for i := range 3 {
 		sbs = append(sbs, f.bucket(fmt.Sprintf("ha-%d", i), func(sb *bkv1.StorageBucket) {
-			sb.Labels = map[string]string{isolatedLabel: "true"}
+			sb.Labels = map[string]string{isolatedLabel: f.ns}
 		}))
 	}
 	var buckets []string

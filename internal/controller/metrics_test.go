@@ -55,7 +55,7 @@ func TestLastSuccessfulProbeGauge(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	// The fake clock never reaches an hourly probe or drift check by itself: every
 	// probe below is one the test asks for.
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, Clock: clk, SyncInterval: time.Hour})
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, Clock: clk, SyncInterval: time.Hour})
 	if err != nil {
 		stop()
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestLastSuccessfulProbeGauge(t *testing.T) {
 	t.Cleanup(func() { removeIsolated(t, f); stop(); <-done })
 
 	sb := f.bucket("fresh", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: f.ns}
 	})
 	bucket := map[string]string{"namespace": f.ns, "name": sb.Name}
 	wantGauges := func(what string, lastSuccess time.Time, available float64) {
@@ -137,7 +137,7 @@ func waitHandled(f *fixture, sb *bkv1.StorageBucket, value string) *bkv1.Storage
 func TestAvailabilityMetricOptOut(t *testing.T) {
 	f := newFixture(t, seaweed)
 	ctx, stop := context.WithCancel(context.Background())
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, DisableAvailabilityMetric: true})
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, DisableAvailabilityMetric: true})
 	if err != nil {
 		stop()
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestAvailabilityMetricOptOut(t *testing.T) {
 	t.Cleanup(func() { removeIsolated(t, f); stop(); <-done })
 
 	sb := f.bucket("quiet", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: f.ns}
 	})
 	f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
 	bucket := map[string]string{"namespace": f.ns, "name": sb.Name}

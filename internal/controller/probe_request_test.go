@@ -108,7 +108,7 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 	addr, err := testenv.FreeAddr()
 	must(t, err)
 	ctx, stop := context.WithCancel(f.ctx)
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, S3Factory: counting,
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, S3Factory: counting,
 		// No drift checks (they send HeadBucket too) while the test counts probes.
 		SyncInterval:            time.Hour,
 		MinProbeRequestInterval: interval,
@@ -116,7 +116,7 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 	must(t, err)
 	defer func() { stop(); <-done }()
 
-	sb := f.bucket("throttled", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} })
+	sb := f.bucket("throttled", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} })
 	got := f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
 	bucket := got.Status.BucketName
 	writes := watchStatusChanges(t, f, sb)

@@ -94,7 +94,7 @@ func TestReadWriteProbeLeavesNoCanary(t *testing.T) {
 func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 	f := newFixture(t, seaweed)
 	sb := f.bucket("burst", probeEvery(time.Minute, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"} // the suite's manager leaves it alone
+		sb.Labels = map[string]string{isolatedLabel: f.ns} // the suite's manager leaves it alone
 	})
 
 	heads := &headLog{times: map[string][]time.Time{}}
@@ -345,7 +345,7 @@ func TestStatusEconomy(t *testing.T) {
 	f := newFixture(t, seaweed)
 	heads := &headLog{times: map[string][]time.Time{}}
 	ctx, stop := context.WithCancel(f.ctx)
-	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, SyncInterval: time.Hour,
+	done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, SyncInterval: time.Hour,
 		DefaultProbeInterval: interval,
 		S3Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 			c, err := s3.New(ctx, cfg)
@@ -357,7 +357,7 @@ func TestStatusEconomy(t *testing.T) {
 	var sbs []*bkv1.StorageBucket
 	for i := range buckets {
 		sbs = append(sbs, f.bucket(fmt.Sprintf("eco-%02d", i), func(sb *bkv1.StorageBucket) {
-			sb.Labels = map[string]string{isolatedLabel: "true"}
+			sb.Labels = map[string]string{isolatedLabel: f.ns}
 		}))
 	}
 	names := map[string]string{} // bucket name → StorageBucket name

@@ -65,7 +65,7 @@ func purgeProgress(t *testing.T, server *testenv.S3Server) {
 		SyncInterval: time.Hour, ClusterID: clusterID}
 	// The suite's manager leaves this one to r alone.
 	sb := f.bucket("purged", func(sb *bkv1.StorageBucket) {
-		sb.Labels = map[string]string{isolatedLabel: "true"}
+		sb.Labels = map[string]string{isolatedLabel: f.ns}
 		sb.Spec.DeletionPolicy = bkv1.DeletionPolicyPurge
 	})
 	req := ctrl.Request{NamespacedName: objKey(sb)}

@@ -53,10 +53,10 @@ func stopMidCreate(t *testing.T, f *fixture, name string, tagFirst bool, mutate 
 	}
 	ctx, stopFirst := context.WithCancel(f.ctx)
 	defer stopFirst()
-	firstDone, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel, S3Factory: crashing})
+	firstDone, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, S3Factory: crashing})
 	must(t, err)
 
-	sb := f.bucket(name, append([]func(*bkv1.StorageBucket){func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} }}, mutate...)...)
+	sb := f.bucket(name, append([]func(*bkv1.StorageBucket){func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} }}, mutate...)...)
 	select {
 	case <-created:
 	case <-time.After(60 * time.Second):
@@ -87,7 +87,7 @@ func TestManagerStoppedMidCreate(t *testing.T) {
 	}
 
 	ctx2, stopSecond := context.WithCancel(f.ctx)
-	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel})
+	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns})
 	must(t, err)
 	defer func() { stopSecond(); <-secondDone }()
 	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
@@ -126,7 +126,7 @@ func TestClaimDeletedMidFirstPass(t *testing.T) {
 			must(t, k8s.Delete(f.ctx, sb))
 
 			ctx, stop := context.WithCancel(f.ctx)
-			done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel})
+			done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns})
 			must(t, err)
 			defer func() { stop(); <-done }()
 			f.waitGone(sb)
@@ -135,7 +135,7 @@ func TestClaimDeletedMidFirstPass(t *testing.T) {
 			}
 
 			again := f.bucket("first-pass", func(sb *bkv1.StorageBucket) {
-				sb.Labels = map[string]string{isolatedLabel: "true"}
+				sb.Labels = map[string]string{isolatedLabel: f.ns}
 				sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete
 			})
 			got := f.waitCondition(again, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)

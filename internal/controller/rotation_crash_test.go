@@ -51,7 +51,7 @@ func TestBucketAccessRotationSurvivesManagerKills(t *testing.T) {
 func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
 	f := newFixture(t, srv, withIAMOn(srv))
 	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
-	isolated := map[string]string{isolatedLabel: "true"}
+	isolated := map[string]string{isolatedLabel: f.ns}
 	sb := f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Labels = isolated })
 	ba := &bkv1.BucketAccess{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app", Labels: isolated},
@@ -72,7 +72,7 @@ func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
 	restCfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return secretWriteTrap{next: next, trap: trap} })
 	ctx1, stopFirst := context.WithCancel(f.ctx)
 	defer stopFirst()
-	firstDone, err := startManagerOn(ctx1, restCfg, operator.Options{WatchLabelSelector: isolatedLabel, IAMFactory: trapped, AccessKeyGrace: rotationGrace})
+	firstDone, err := startManagerOn(ctx1, restCfg, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, IAMFactory: trapped, AccessKeyGrace: rotationGrace})
 	must(t, err)
 	defer func() { stopFirst(); <-firstDone }()
 
@@ -125,7 +125,7 @@ func testRotationKilledAt(t *testing.T, srv *testenv.S3Server, step string) {
 	}
 	restarted := time.Now()
 	ctx2, stopSecond := context.WithCancel(f.ctx)
-	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel, AccessKeyGrace: rotationGrace, IAMFactory: recording})
+	secondDone, err := startManager(ctx2, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, AccessKeyGrace: rotationGrace, IAMFactory: recording})
 	must(t, err)
 	defer func() { stopSecond(); <-secondDone }()
 	var final *bkv1.BucketAccess
@@ -384,7 +384,7 @@ func (f *fixture) deleteIsolated(objs ...client.Object) {
 	defer cancel()
 	managerCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
-	done, err := startManager(managerCtx, operator.Options{WatchLabelSelector: isolatedLabel, AccessKeyGrace: rotationGrace})
+	done, err := startManager(managerCtx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, AccessKeyGrace: rotationGrace})
 	if err != nil {
 		f.t.Errorf("cleanup manager: %v", err)
 		return

@@ -280,7 +280,7 @@ func TestShardCountWiring(t *testing.T) {
 	budgets := map[[2]float64]bool{}
 	ctx, stopManager := context.WithCancel(f.ctx)
 	done, err := startManager(ctx, operator.Options{
-		WatchLabelSelector: isolatedLabel, ShardCount: 2,
+		WatchLabelSelector: isolatedLabel + "=" + f.ns, ShardCount: 2,
 		LeaderElectionID: "shard-wiring", LeaderElectionNamespace: f.ns,
 		S3Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 			if cfg.Limiter != nil {

@@ -66,8 +66,10 @@ const syncInterval = 4 * time.Second
 // defaults to 5m.
 const collectInterval = 2 * time.Second
 
-// isolatedLabel marks StorageBuckets the suite's manager ignores, for tests that run
-// their own manager (crash and restart).
+// isolatedLabel marks objects the suite's manager ignores, for tests that run their own
+// manager (crash and restart). Its value is the test's namespace, and a test's own
+// managers select only that value (isolatedLabel=<namespace>): tests run side by side,
+// and a manager of one (a cleanup manager, say) must never reconcile another's objects.
 const isolatedLabel = "test.bucketkeeper.io/isolated"
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }

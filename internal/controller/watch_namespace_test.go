@@ -31,11 +31,11 @@ func TestWatchNamespaceReadsCredentialsElsewhere(t *testing.T) {
 
 	own := &requestLog{}
 	mctx, stop := context.WithCancel(f.ctx)
-	done, err := startManager(mctx, operator.Options{WatchNamespace: f.ns, WatchLabelSelector: isolatedLabel, S3Observer: own.observe})
+	done, err := startManager(mctx, operator.Options{WatchNamespace: f.ns, WatchLabelSelector: isolatedLabel + "=" + f.ns, S3Observer: own.observe})
 	must(t, err)
 	t.Cleanup(func() { stop(); <-done })
 
-	sb := f.bucket("scoped", func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: "true"} })
+	sb := f.bucket("scoped", func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} })
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	if n := own.snapshot(f.store)["CreateBucket"]; n != 1 {
 		t.Errorf("the namespaced manager made %d CreateBucket calls on the store, want 1 (ops: %v)", n, own.snapshot(f.store))
