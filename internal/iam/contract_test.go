@@ -74,6 +74,7 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 
 	c1 := s3Client(t, srv, key1.ID, key1.Secret)
 	waitFor(ctx, t, "the new key writes its bucket", func() error { return c1.PutObject(ctx, rw, "app/obj", []byte("hello")) })
+	iamTable.Set(t, srv.Kind, rowIssue, "yes")
 	body, err := c1.GetObject(ctx, rw, "app/obj", 100)
 	must(t, "GetObject own bucket", err)
 	if string(body) != "hello" {
@@ -95,6 +96,7 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	denied("CreateBucket", c1.CreateBucket(ctx, "bk-"+randomHex(8), ""))
 	denied("PutBucketPolicy own bucket", c1.PutBucketPolicy(ctx, rw, `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::`+rw+`/*"]}]}`))
 	denied("DeleteBucket own bucket", c1.DeleteBucket(ctx, rw))
+	iamTable.Set(t, srv.Kind, rowScope, "yes")
 	denied("PutObject read-only bucket", c1.PutObject(ctx, ro, "x", []byte("x")))
 	denied("DeleteObject read-only bucket", c1.DeleteObject(ctx, ro, "seed"))
 	body, err = c1.GetObject(ctx, ro, "seed", 100)
@@ -102,12 +104,14 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	if string(body) != "seed" {
 		t.Errorf("GetObject read-only = %q", body)
 	}
+	iamTable.Set(t, srv.Kind, rowReadOnly, "yes")
 	if _, err := admin.HeadBucket(ctx, other); err != nil {
 		t.Errorf("the other bucket was touched: %v", err)
 	}
 	if separateAccounts[srv.Kind] {
 		testOtherAccount(ctx, t, srv, user, key1.ID, func() error { return c1.PutObject(ctx, rw, "still", []byte("mine")) })
 	}
+	iamTable.Set(t, srv.Kind, rowOtherAccount, otherAccountCell[srv.Kind])
 
 	// Rotation's two keys; a third is the server's business.
 	key2, err := d.CreateKey(ctx, user)
@@ -116,6 +120,7 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 	if want := keyLimit[srv.Kind]; KindOf(err) != want || (want == KindUnknown && err != nil) {
 		t.Errorf("third CreateKey: %v, want kind %v", err, want)
 	}
+	iamTable.Set(t, srv.Kind, rowKeyLimit, errorCell(err, "made (the operator keeps at most two)"))
 	if err == nil {
 		must(t, "DeleteKey 3", d.DeleteKey(ctx, user, key3.ID))
 	}
@@ -132,6 +137,7 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 		return nil
 	})
 	must(t, "key 2 still works", c2.PutObject(ctx, rw, "k2", []byte("2")))
+	iamTable.Set(t, srv.Kind, rowRevoke, "yes")
 	keys, err = d.ListKeys(ctx, user)
 	must(t, "ListKeys", err)
 	if len(keys) != 1 || keys[0].ID != key2.ID {
@@ -153,9 +159,11 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 		t.Errorf("user %s still listed: %v", user, names)
 	}
 	// Versity and RGW answer NoSuchEntity like AWS; SeaweedFS an empty list.
-	if keys, err := d.ListKeys(ctx, user); len(keys) > 0 || (err != nil && KindOf(err) != KindNoSuchEntity) {
+	keys, err = d.ListKeys(ctx, user)
+	if len(keys) > 0 || (err != nil && KindOf(err) != KindNoSuchEntity) {
 		t.Errorf("ListKeys of a deleted user: %v, %v; want no keys or NoSuchEntity", keys, err)
 	}
+	iamTable.Set(t, srv.Kind, rowDeletedUser, errorCell(err, "an empty list"))
 }
 
 // TestContractListUsersPages: ListUsers pages (or answers in one page where a
@@ -163,7 +171,9 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 // the access collector needs. RGW marks the page holding the last user truncated
 // still, so a last, empty page follows (4 pages for 3 users).
 func TestContractListUsersPages(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
+	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
+	t.Cleanup(func() { iamTable.Check(t, kinds) }) // after the subtests, and after TestContract
+	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			srv := testenv.NewS3(t, kind)
@@ -194,6 +204,7 @@ func TestContractListUsersPages(t *testing.T) {
 				marker = page.Next
 			}
 			t.Logf("%d pages for %d users, of %v users each", pages, len(seen), sizes)
+			iamTable.Set(t, kind, rowPages, pagesCell(sizes))
 			for _, u := range made {
 				if seen[u] != 1 {
 					t.Errorf("user %s listed %d times over %d pages", u, seen[u], pages)

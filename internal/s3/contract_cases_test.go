@@ -34,15 +34,15 @@ var contractCases = []contractCase{
 	{"create twice", func(ctx context.Context, t *testing.T, s *store) {
 		b := s.bucket(t)
 		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
-		observedTable.set(t, s.kind, rowCreate, "yes")
+		observedTable.Set(t, s.kind, rowCreate, "yes")
 		err := s.c.CreateBucket(ctx, b, "")
 		if s.expect.createOwnAgain == KindUnknown {
 			answer(t, s, "CreateBucket own bucket again", err)
 			must(t, "CreateBucket own bucket again", err)
-			observedTable.set(t, s.kind, rowCreateOwnAgain, "200 OK, as AWS in us-east-1")
+			observedTable.Set(t, s.kind, rowCreateOwnAgain, "200 OK, as AWS in us-east-1")
 		} else {
 			wantKind(t, s, "CreateBucket own bucket again", err, s.expect.createOwnAgain)
-			observedTable.set(t, s.kind, rowCreateOwnAgain, answerCell(err))
+			observedTable.Set(t, s.kind, rowCreateOwnAgain, answerCell(err))
 		}
 		names, err := s.c.ListBuckets(ctx)
 		must(t, "ListBuckets", err)
@@ -66,7 +66,7 @@ var contractCases = []contractCase{
 		t.Cleanup(func() { _ = other.DeleteBucket(context.Background(), b) }) // runs before s.bucket's
 		err := s.c.CreateBucket(ctx, b, "")
 		wantKind(t, s, "CreateBucket of another identity's bucket", err, s.expect.createOthers)
-		observedTable.set(t, s.kind, rowCreateOthers, answerCell(err))
+		observedTable.Set(t, s.kind, rowCreateOthers, answerCell(err))
 		_, err = s.c.HeadBucket(ctx, b)
 		answer(t, s, "admin HeadBucket of another identity's bucket", err)
 	}},
@@ -110,7 +110,7 @@ var contractCases = []contractCase{
 		if err == nil && others == own && got != ownersSameAccount {
 			t.Errorf("the two identities' buckets have one owner %q", own)
 		}
-		observedTable.set(t, s.kind, rowOwners, got)
+		observedTable.Set(t, s.kind, rowOwners, got)
 	}},
 
 	{"missing bucket", func(ctx context.Context, t *testing.T, s *store) {
@@ -193,7 +193,7 @@ var contractCases = []contractCase{
 		if err != nil || len(got) != 0 {
 			t.Errorf("after delete tags = %v, %v", got, err)
 		}
-		observedTable.set(t, s.kind, rowTags, "yes")
+		observedTable.Set(t, s.kind, rowTags, "yes")
 	}},
 
 	{"versioning", func(ctx context.Context, t *testing.T, s *store) {
@@ -209,7 +209,7 @@ var contractCases = []contractCase{
 				t.Errorf("versioning = %q, want %q", got, want)
 			}
 		}
-		observedTable.set(t, s.kind, rowVersioning, "yes")
+		observedTable.Set(t, s.kind, rowVersioning, "yes")
 	}},
 
 	{"lifecycle", func(ctx context.Context, t *testing.T, s *store) {
@@ -222,7 +222,7 @@ var contractCases = []contractCase{
 		err := s.c.PutBucketLifecycle(ctx, b, rules)
 		if s.expect.lifecycle != KindUnknown {
 			wantKind(t, s, "PutBucketLifecycleConfiguration", err, s.expect.lifecycle)
-			observedTable.set(t, s.kind, rowLifecycle, answerCell(err))
+			observedTable.Set(t, s.kind, rowLifecycle, answerCell(err))
 			_, err = s.c.GetBucketLifecycle(ctx, b)
 			answer(t, s, "GetBucketLifecycleConfiguration (unsupported)", err)
 			return
@@ -237,7 +237,7 @@ var contractCases = []contractCase{
 		if got, err := s.c.GetBucketLifecycle(ctx, b); got != nil || err != nil {
 			t.Errorf("after delete: %v, %v", got, err)
 		}
-		observedTable.set(t, s.kind, rowLifecycle, "yes")
+		observedTable.Set(t, s.kind, rowLifecycle, "yes")
 	}},
 
 	{"public access block", func(ctx context.Context, t *testing.T, s *store) {
@@ -249,7 +249,7 @@ var contractCases = []contractCase{
 		err = s.c.PutPublicAccessBlock(ctx, b, want)
 		if s.expect.publicAccessBlock != KindUnknown {
 			wantKind(t, s, "PutPublicAccessBlock", err, s.expect.publicAccessBlock)
-			observedTable.set(t, s.kind, rowPublicAccessBlock, answerCell(err))
+			observedTable.Set(t, s.kind, rowPublicAccessBlock, answerCell(err))
 			return
 		}
 		if pab != nil {
@@ -265,7 +265,7 @@ var contractCases = []contractCase{
 		if pab, err := s.c.GetPublicAccessBlock(ctx, b); pab != nil || err != nil {
 			t.Errorf("after delete: %+v, %v", pab, err)
 		}
-		observedTable.set(t, s.kind, rowPublicAccessBlock, "yes")
+		observedTable.Set(t, s.kind, rowPublicAccessBlock, "yes")
 	}},
 
 	{"policy", func(ctx context.Context, t *testing.T, s *store) {
@@ -287,7 +287,7 @@ var contractCases = []contractCase{
 		if p, err := s.c.GetBucketPolicy(ctx, b); p != "" || err != nil {
 			t.Errorf("after delete: %q, %v", p, err)
 		}
-		observedTable.set(t, s.kind, rowPolicy, "yes")
+		observedTable.Set(t, s.kind, rowPolicy, "yes")
 	}},
 
 	{"canary", func(ctx context.Context, t *testing.T, s *store) {
@@ -352,7 +352,7 @@ var contractCases = []contractCase{
 			t.Errorf("after emptying: %+v, %v", res, err)
 		}
 		must(t, "DeleteBucket", s.c.DeleteBucket(ctx, b))
-		observedTable.set(t, s.kind, rowVersions, "yes")
+		observedTable.Set(t, s.kind, rowVersions, "yes")
 	}},
 
 	{"multipart uploads", func(ctx context.Context, t *testing.T, s *store) {
@@ -394,7 +394,7 @@ var contractCases = []contractCase{
 		answer(t, s, "AbortMultipartUpload of an aborted upload", err)
 		must(t, "AbortMultipartUpload again", err)
 		must(t, "DeleteBucket", s.c.DeleteBucket(ctx, b))
-		observedTable.set(t, s.kind, rowUploads, "yes")
+		observedTable.Set(t, s.kind, rowUploads, "yes")
 	}},
 
 	{"steady state only reads", func(ctx context.Context, t *testing.T, s *store) {
@@ -423,7 +423,7 @@ var contractCases = []contractCase{
 		must(t, "Start", s.srv.Start())
 		_, err = s.c.HeadBucket(ctx, b) // pooled connections are dead now
 		must(t, "HeadBucket after restart", err)
-		observedTable.set(t, s.kind, rowOutage, "yes")
+		observedTable.Set(t, s.kind, rowOutage, "yes")
 	}},
 }
 

@@ -181,7 +181,7 @@ func must(t *testing.T, what string, err error) {
 func TestContract(t *testing.T) {
 	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
 	// Cleanups run once every (parallel) subtest is done.
-	t.Cleanup(func() { checkStoreTable(t, kinds) })
+	t.Cleanup(func() { observedTable.Check(t, kinds) })
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
