@@ -54,8 +54,18 @@ func TestRetainReleasesForTheSameClaimOnly(t *testing.T) {
 	}
 }
 
+// TestDeleteWaitsUntilEmpty: Delete never empties a bucket; it waits, on every store,
+// until the bucket is empty.
 func TestDeleteWaitsUntilEmpty(t *testing.T) {
-	f := newFixture(t, seaweed)
+	for _, server := range everyStore() {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			t.Parallel()
+			deleteWaitsUntilEmpty(t, newFixture(t, server))
+		})
+	}
+}
+
+func deleteWaitsUntilEmpty(t *testing.T, f *fixture) {
 	sb := f.bucket("tidy", func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })
 	got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	bucket := got.Status.BucketName
@@ -81,8 +91,18 @@ func TestDeleteWaitsUntilEmpty(t *testing.T) {
 	}
 }
 
+// TestPurgeDeletesVersionsAndMarkers: Purge empties a versioned bucket of every
+// version and delete marker, on every store, and then deletes it.
 func TestPurgeDeletesVersionsAndMarkers(t *testing.T) {
-	f := newFixture(t, seaweed)
+	for _, server := range everyStore() {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			t.Parallel()
+			purgeDeletesVersionsAndMarkers(t, newFixture(t, server))
+		})
+	}
+}
+
+func purgeDeletesVersionsAndMarkers(t *testing.T, f *fixture) {
 	sb := f.bucket("purge", func(sb *bkv1.StorageBucket) {
 		sb.Spec.DeletionPolicy = bkv1.DeletionPolicyPurge
 		sb.Spec.Versioning = bkv1.VersioningEnabled

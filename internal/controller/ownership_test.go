@@ -7,15 +7,25 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestOwnershipMatrix: only a bucket tagged for this claim counts as ours; everything
 // else is adopted only when allowed and unowned, and never touched otherwise.
 func TestOwnershipMatrix(t *testing.T) {
 	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
+	for _, server := range everyStore() {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			t.Parallel()
+			ownershipMatrix(t, server)
+		})
+	}
+}
+
+func ownershipMatrix(t *testing.T, server *testenv.S3Server) {
 	// The store lets every namespace adopt: what is tested here is ownership; the
 	// adoption guardrail has tests of its own (test/e2e).
-	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{} })
+	f := newFixture(t, server, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{} })
 
 	t.Run("unowned bucket is not adopted by default", func(t *testing.T) {
 		name := f.ns + "-unowned" // in the namespace's lane: only ownership decides
@@ -72,8 +82,8 @@ func TestOwnershipMatrix(t *testing.T) {
 
 	t.Run("bucket of another account", func(t *testing.T) {
 		name := f.ns + "-foreign-account"
-		other, err := s3.New(f.ctx, s3.Config{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true,
-			AccessKeyID: seaweed.OtherAccessKeyID, SecretAccessKey: seaweed.OtherSecretAccessKey})
+		other, err := s3.New(f.ctx, s3.Config{Endpoint: server.Endpoint, Region: server.Region, ForcePathStyle: true,
+			AccessKeyID: server.OtherAccessKeyID, SecretAccessKey: server.OtherSecretAccessKey})
 		must(t, err)
 		must(t, other.CreateBucket(f.ctx, name, ""))
 		must(t, other.PutBucketTagging(f.ctx, name, map[string]string{bkv1.TagClaim: "elsewhere/x", bkv1.TagUID: "9"}))
