@@ -32,15 +32,20 @@ func (c *client) ListBuckets(ctx context.Context) ([]string, error) {
 
 func (c *client) Ping(ctx context.Context) error {
 	return c.call(ctx, "ListBuckets", "", "", func(ctx context.Context) error {
-		// Stores that ignore max-buckets still answer with a single page.
-		_, err := c.api.ListBuckets(ctx, &awss3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
-		if err != nil && KindOf(err) == KindInvalid {
-			// A store that predates the parameter may refuse it: its first
-			// page without it proves just as much.
-			_, err = c.api.ListBuckets(ctx, &awss3.ListBucketsInput{})
-		}
+		_, err := c.firstBucketPage(ctx)
 		return err
 	})
+}
+
+// firstBucketPage asks for a single bucket; stores that ignore max-buckets still
+// answer with a single page. A store that predates the parameter may refuse it: its
+// first page without it proves just as much, and names the same owner.
+func (c *client) firstBucketPage(ctx context.Context) (*awss3.ListBucketsOutput, error) {
+	out, err := c.api.ListBuckets(ctx, &awss3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+	if err != nil && KindOf(err) == KindInvalid {
+		out, err = c.api.ListBuckets(ctx, &awss3.ListBucketsInput{})
+	}
+	return out, err
 }
 
 func (c *client) CreateBucket(ctx context.Context, bucket, region string) error {

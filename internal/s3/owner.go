@@ -30,10 +30,7 @@ func (c *client) BucketOwner(ctx context.Context, bucket string) (string, error)
 func (c *client) CallerOwner(ctx context.Context) (string, error) {
 	var owner string
 	err := c.call(ctx, "ListBuckets", "", "", func(ctx context.Context) error {
-		out, err := c.api.ListBuckets(ctx, &awss3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
-		if err != nil && KindOf(err) == KindInvalid {
-			out, err = c.api.ListBuckets(ctx, &awss3.ListBucketsInput{}) // see Ping
-		}
+		out, err := c.firstBucketPage(ctx)
 		if err == nil && out.Owner != nil {
 			owner = aws.ToString(out.Owner.ID)
 		}
