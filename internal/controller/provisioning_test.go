@@ -21,10 +21,22 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
+// TestProvisionBucketAndConnectionSecret: a claim gets its bucket, tagged and
+// configured, and a connection Secret without the store's own keys, on every store.
 func TestProvisionBucketAndConnectionSecret(t *testing.T) {
-	f := newFixture(t, seaweed)
+	for _, server := range everyStore() {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			t.Parallel()
+			provisionBucketAndConnectionSecret(t, server)
+		})
+	}
+}
+
+func provisionBucketAndConnectionSecret(t *testing.T, server *testenv.S3Server) {
+	f := newFixture(t, server)
 	sb := f.bucket("photos", func(sb *bkv1.StorageBucket) {
 		sb.Spec.Versioning = bkv1.VersioningEnabled
 		sb.Spec.Tags = map[string]string{"team": "media"}
@@ -34,7 +46,7 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 	if got.Status.BucketName == "" || !strings.HasPrefix(got.Status.BucketName, f.ns+"-photos-") {
 		t.Errorf("status.bucketName = %q, want the derived name", got.Status.BucketName)
 	}
-	if got.Status.Endpoint != seaweed.Endpoint || got.Status.Region != seaweed.Region || got.Status.ObservedGeneration != got.Generation {
+	if got.Status.Endpoint != server.Endpoint || got.Status.Region != server.Region || got.Status.ObservedGeneration != got.Generation {
 		t.Errorf("status endpoint/region/observedGeneration = %q/%q/%d", got.Status.Endpoint, got.Status.Region, got.Status.ObservedGeneration)
 	}
 	for _, typ := range []string{bkv1.ConditionProvisioned, bkv1.ConditionConfigured} {
@@ -65,8 +77,8 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 		t.Errorf("connection Secret labels = %v", secret.Labels)
 	}
 	wantKeys := map[string]string{
-		bkv1.SecretKeyBucketName: bucket, bkv1.SecretKeyBucketRegion: seaweed.Region, bkv1.SecretKeyAWSRegion: seaweed.Region,
-		bkv1.SecretKeyBucketEndpoint: seaweed.Endpoint, bkv1.SecretKeyAWSEndpointS3: seaweed.Endpoint, bkv1.SecretKeyBucketHost: "127.0.0.1",
+		bkv1.SecretKeyBucketName: bucket, bkv1.SecretKeyBucketRegion: server.Region, bkv1.SecretKeyAWSRegion: server.Region,
+		bkv1.SecretKeyBucketEndpoint: server.Endpoint, bkv1.SecretKeyAWSEndpointS3: server.Endpoint, bkv1.SecretKeyBucketHost: "127.0.0.1",
 	}
 	for k, v := range wantKeys {
 		if string(secret.Data[k]) != v {
@@ -77,12 +89,12 @@ func TestProvisionBucketAndConnectionSecret(t *testing.T) {
 		t.Error("connection Secret has no BUCKET_PORT")
 	}
 	for k, v := range secret.Data {
-		if string(v) == seaweed.SecretAccessKey || string(v) == seaweed.AccessKeyID || strings.HasPrefix(k, "AWS_ACCESS") || strings.HasPrefix(k, "AWS_SECRET") {
+		if string(v) == server.SecretAccessKey || string(v) == server.AccessKeyID || strings.HasPrefix(k, "AWS_ACCESS") || strings.HasPrefix(k, "AWS_SECRET") {
 			t.Errorf("connection Secret carries the store's admin credentials under %s", k)
 		}
 	}
 	f.waitEvent(got, bkv1.ReasonBucketCreated)
-	if strings.Contains(logs.String(), seaweed.SecretAccessKey) {
+	if strings.Contains(logs.String(), server.SecretAccessKey) {
 		t.Error("the store's secret key appears in the manager log")
 	}
 }
