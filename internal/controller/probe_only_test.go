@@ -82,7 +82,7 @@ func newProbeReconciler(t *testing.T, clk *clocktesting.FakeClock) *probeReconci
 	// only thing due.
 	h.Reconciler = &storagebucket.Reconciler{Client: wrapped, Recorder: events.NewFakeRecorder(100), Stores: stores,
 		Clock: clk, SyncInterval: 24 * time.Hour, ClusterID: clusterID,
-		Prober: &storagebucket.Prober{Clock: clk, Heartbeat: 24 * time.Hour, Jitter: func() float64 { return 0 }}}
+		Prober: &storagebucket.Prober{Scheduler: &dueLog{clk: clk}, Clock: clk, Heartbeat: 24 * time.Hour, Jitter: func() float64 { return 0 }}}
 	return h
 }
 
@@ -141,8 +141,10 @@ func TestDueProbeIsOneHead(t *testing.T) {
 				t.Fatalf("probe %d: %d Kubernetes %s call(s) (all: %v); a probe of a Ready bucket reads, lists and writes nothing else", i, n, verb, k8sCalls)
 			}
 		}
-		if res.RequeueAfter <= 0 {
-			t.Fatalf("probe %d: no requeue for the next sync (%+v)", i, res)
+		// The next wake-up is the scheduler's: its next slot, which comes before the
+		// sync (TestProbeTimerCoversTheSync), so no work-queue timer beside it.
+		if due, fired, ok := h.Prober.Scheduler.Lookup(objKey(sb)); !ok || fired || !due.After(clk.Now()) || res.RequeueAfter != 0 {
+			t.Fatalf("probe %d: next probe scheduled at %v (held %v, fired %v), requeue %+v; want a slot ahead and no timer", i, due, ok, fired, res)
 		}
 	}
 	// Nothing was written for three unchanged verdicts, and they were probes: the
@@ -289,8 +291,8 @@ func TestProbeTimerCoversTheSync(t *testing.T) {
 	rarely := f.bucket("rarely", isolated, probeEvery(time.Hour, bkv1.ProbeModeHead))
 	clk := clocktesting.NewFakeClock(time.Now())
 	h := newProbeReconciler(t, clk)
-	schedule := &dueLog{}
-	h.SyncInterval, h.Prober.Scheduler = syncInterval, schedule
+	schedule := h.Prober.Scheduler.(*dueLog)
+	h.SyncInterval = syncInterval
 	for _, sb := range []*bkv1.StorageBucket{often, rarely} {
 		h.reconcileUntil(f, sb, sb.Name+" Ready and Available", func(cur *bkv1.StorageBucket) bool {
 			c := findCond(cur, bkv1.ConditionAvailable)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,7 +102,7 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 	var mu sync.Mutex
 	probes := 0 // the probes this reconciler ran, as its metric sees them
 	clk := clocktesting.NewFakeClock(time.Now())
-	sched := &dueLog{}
+	sched := &dueLog{clk: clk}
 	stores := &stores.Registry{Client: k8s, APIReader: k8s, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
 		c, err := s3.New(ctx, cfg)
 		return countingHeads{Client: c, log: heads}, err
@@ -165,9 +166,11 @@ func TestDuplicateWakeUpsProbeOnce(t *testing.T) {
 	}
 }
 
-// dueLog is a probe scheduler that only records, per bucket, the last due time the
-// reconciler asked for.
+// dueLog is a probe scheduler on a fake clock: it records, per bucket, the last due
+// time the reconciler asked for, and says it fired once the clock reaches that time, as
+// probe.Scheduler would have sent the event by then (with no budget to hold it back).
 type dueLog struct {
+	clk clock.PassiveClock
 	mu  sync.Mutex
 	due map[types.NamespacedName]time.Time
 }
@@ -185,6 +188,13 @@ func (d *dueLog) Forget(key types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.due, key)
+}
+
+func (d *dueLog) Lookup(key types.NamespacedName) (time.Time, bool, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	due, ok := d.due[key]
+	return due, ok && !d.clk.Now().Before(due), ok
 }
 
 func (d *dueLog) last(key types.NamespacedName) (time.Time, bool) {

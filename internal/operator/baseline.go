@@ -7,7 +7,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
@@ -22,7 +21,7 @@ func init() {
 	probeStrategies["global-ticker"] = globalTicker
 }
 
-func globalTicker(mgr manager.Manager, opts Options, prober *storagebucket.Prober) (source.Source, manager.Runnable) {
+func globalTicker(mgr manager.Manager, opts Options, prober *storagebucket.Prober) storagebucket.ProbeScheduler {
 	ticker := probe.NewGlobalTicker(opts.Clock, opts.DefaultProbeInterval, func(ctx context.Context) ([]client.Object, error) {
 		list := &bkv1.StorageBucketList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {
@@ -34,6 +33,6 @@ func globalTicker(mgr manager.Manager, opts Options, prober *storagebucket.Probe
 		}
 		return out, nil
 	})
-	prober.Scheduler, prober.Naive = nil, true
-	return ticker.Source(), ticker
+	prober.Naive = true
+	return ticker
 }

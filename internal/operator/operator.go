@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/bucketaccess"
@@ -194,22 +193,23 @@ func s3Observer(opts Options) func(store, op string, status int, err error) {
 	}
 }
 
-// probing is what setupProbing hands the controllers: the prober, the source that
-// wakes buckets when a probe is due, and the per-store request budget of the probes.
+// probing is what setupProbing hands the controllers: the prober, which holds the probe
+// scheduler the StorageBucket controller runs, and the per-store request budget of the
+// probes, which the ObjectStore controller sets from each store's spec.
 type probing struct {
 	prober *storagebucket.Prober
-	events source.Source
 	budget func(store string, perSecond float64, burst int)
 }
 
 // probeStrategy replaces the probe scheduler; see Options.ProbeStrategy.
-type probeStrategy func(mgr manager.Manager, opts Options, prober *storagebucket.Prober) (source.Source, manager.Runnable)
+type probeStrategy func(mgr manager.Manager, opts Options, prober *storagebucket.Prober) storagebucket.ProbeScheduler
 
 // probeStrategies are the strategies other than the scheduler: none in a default
 // build, the benchmark's baseline in one with the benchbaseline tag.
 var probeStrategies = map[string]probeStrategy{}
 
-// setupProbing adds the probe scheduler (or the strategy opts asks for) to mgr.
+// setupProbing builds the prober and its probe scheduler (or the strategy opts asks
+// for); the StorageBucket controller runs the scheduler (SetupWithManager).
 func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 	scheduler := probe.NewScheduler(opts.Clock, probe.Options{
 		OnSend: func(_ types.NamespacedName, lag time.Duration) { metrics.ProbeScheduleLag.Observe(lag.Seconds()) },
@@ -232,18 +232,14 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 			metrics.SetProbeSucceeded(key.Namespace, key.Name, at, interval)
 		}
 	}
-	events, runnable := scheduler.Source(), manager.Runnable(scheduler)
 	switch strategy, ok := probeStrategies[opts.ProbeStrategy]; {
 	case opts.ProbeStrategy == "" || opts.ProbeStrategy == "scheduler":
 	case ok:
-		events, runnable = strategy(mgr, opts, prober)
+		prober.Scheduler = strategy(mgr, opts, prober)
 	default:
 		return probing{}, fmt.Errorf("unknown probe strategy %q (want scheduler)", opts.ProbeStrategy)
 	}
-	if err := mgr.Add(runnable); err != nil {
-		return probing{}, err
-	}
-	return probing{prober: prober, events: events, budget: scheduler.SetBudget}, nil
+	return probing{prober: prober, budget: scheduler.SetBudget}, nil
 }
 
 // setupControllers registers the ObjectStore, BucketAccess and StorageBucket
@@ -306,7 +302,6 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		ClusterID:        opts.ClusterID,
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		Prober:           p.prober,
-		ProbeEvents:      p.events,
 		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)

@@ -5,5 +5,7 @@
 // thundering herd against the object store and the API server). Instead each
 // key gets its own slot on a per-key grid (see Phase/NextSlot) and a
 // leader-only Scheduler emits one generic event per key when its slot is due,
-// optionally paced by a per-store token bucket.
+// optionally paced by a per-store token bucket. The Scheduler is the one holder of
+// each key's due time: the reconcile its event wakes reads whether it fired, and for
+// which time, with Lookup.
 package probe

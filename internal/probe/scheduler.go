@@ -34,12 +34,16 @@ type Options struct {
 // Scheduler is a manager.Runnable that emits one generic event per key when
 // the key's due time is reached.
 //
-// It keeps a min-heap ordered by fire time with exactly one entry per key, so
+// It keeps one entry per key, waiting in a min-heap ordered by fire time, so
 // memory and work are O(keys) regardless of how often the reconciler
-// re-schedules, and a key can never be probed twice for one slot. An entry is
-// removed when its event is sent: the reconciler schedules the next slot after
-// the probe ran, so a slow or failing probe naturally pushes its own next slot
-// back instead of piling up events.
+// re-schedules, and a key can never be probed twice for one slot. When its
+// event is sent the entry leaves the heap but stays, marked fired, until the
+// key is scheduled again or forgotten: the work queue coalesces requests by
+// key and cannot carry the due time, so the reconcile the event wakes reads it
+// here (Lookup) instead of re-deriving it. The scheduler is the one holder of
+// a key's due time. The reconciler schedules the next slot after the probe
+// ran, so a slow or failing probe naturally pushes its own next slot back
+// instead of piling up events.
 //
 // It must only run on the leader (NeedLeaderElection): two replicas emitting
 // events would double the probe load the scheduler exists to flatten.
@@ -78,7 +82,10 @@ type entry struct {
 	at    time.Time // when it will fire: due, or later if the store budget delayed it
 	// res is the token reserved for a budget-delayed entry; when the entry fires
 	// it uses this token instead of asking the limiter again.
-	res   *rate.Reservation
+	res *rate.Reservation
+	// fired: the event for due was sent (or is being sent); the entry is out of
+	// the heap until the key is scheduled again.
+	fired bool
 	index int
 }
 
@@ -113,7 +120,12 @@ func (s *Scheduler) Schedule(key types.NamespacedName, store string, due time.Ti
 	if e, ok := s.index[key]; ok {
 		s.releaseLocked(e)
 		e.store, e.due, e.at = store, due, due
-		heap.Fix(&s.h, e.index)
+		if e.fired {
+			e.fired = false
+			heap.Push(&s.h, e)
+		} else {
+			heap.Fix(&s.h, e.index)
+		}
 	} else {
 		e = &entry{key: key, store: store, due: due, at: due}
 		heap.Push(&s.h, e)
@@ -138,10 +150,13 @@ func (s *Scheduler) Forget(key types.NamespacedName) {
 	if !ok {
 		return
 	}
+	delete(s.index, key)
+	if e.fired {
+		return // not in the heap
+	}
 	s.releaseLocked(e)
 	wasHead := e.index == 0
 	heap.Remove(&s.h, e.index)
-	delete(s.index, key)
 	if wasHead {
 		// Re-arm for the new head rather than waking up for nothing later.
 		s.wakeLocked()
@@ -201,22 +216,36 @@ func (s *Scheduler) Events() <-chan event.TypedGenericEvent[client.Object] {
 // NeedLeaderElection is true: only the leader may emit probe events.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
 
-// Len returns the number of scheduled keys.
+// Len returns the number of keys waiting to fire (fired keys not scheduled
+// again are not counted).
 func (s *Scheduler) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.h)
 }
 
-// Due returns the time key will fire: its scheduled time, or the later time
-// a budget token is reserved for.
+// Due returns the time a waiting key will fire: its scheduled time, or the
+// later time a budget token is reserved for. A fired key is not waiting.
 func (s *Scheduler) Due(key types.NamespacedName) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.index[key]; ok {
+	if e, ok := s.index[key]; ok && !e.fired {
 		return e.at, true
 	}
 	return time.Time{}, false
+}
+
+// Lookup returns the due time key was last scheduled for and whether its event
+// has been sent for it (fired: the probe is due now, and the budget allowed
+// it); ok is false for a key the scheduler does not hold. A fired key keeps its
+// answer until it is scheduled again or forgotten, however many reconciles ask.
+func (s *Scheduler) Lookup(key types.NamespacedName) (due time.Time, fired, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.index[key]; ok {
+		return e.due, e.fired, true
+	}
+	return time.Time{}, false, false
 }
 
 // Start emits events until ctx is done, then returns nil. The loop sleeps on
@@ -274,8 +303,11 @@ func (s *Scheduler) popDueLocked(now time.Time) *entry {
 			}
 		}
 		heap.Pop(&s.h)
-		delete(s.index, e.key)
 		e.res = nil // consumed
+		// Marked before the send: a reconcile that runs meanwhile for another
+		// reason probes (the slot is due) and schedules the next one, and the
+		// event, when it lands, finds the key waiting again and probes nothing.
+		e.fired = true
 		return e
 	}
 	return nil
@@ -286,18 +318,21 @@ func (s *Scheduler) popDueLocked(now time.Time) *entry {
 // with it. If the channel is full it waits without the lock, abandoning the
 // send on Forget. It returns false if ctx was cancelled.
 func (s *Scheduler) sendLocked(ctx context.Context, e *entry, now time.Time) bool {
+	// The entry stays in the index (fired) and a concurrent Schedule may change it
+	// once the lock is released: what the event and the metric need is copied now.
+	key, due := e.key, e.due
 	ev := event.TypedGenericEvent[client.Object]{Object: &metav1.PartialObjectMetadata{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.key.Namespace, Name: e.key.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 	}}
 	select {
 	case s.events <- ev:
 		s.mu.Unlock()
-		s.notify(e, now)
+		s.notify(key, due, now)
 		return true
 	default:
 	}
 	abort := make(chan struct{})
-	s.inflight, s.abort = e.key, abort
+	s.inflight, s.abort = key, abort
 	s.mu.Unlock()
 
 	sent, done := false, false
@@ -314,14 +349,14 @@ func (s *Scheduler) sendLocked(ctx context.Context, e *entry, now time.Time) boo
 	}
 	s.mu.Unlock()
 	if sent {
-		s.notify(e, s.clk.Now())
+		s.notify(key, due, s.clk.Now())
 	}
 	return !done
 }
 
-func (s *Scheduler) notify(e *entry, sentAt time.Time) {
+func (s *Scheduler) notify(key types.NamespacedName, due, sentAt time.Time) {
 	if s.onSend != nil {
-		s.onSend(e.key, sentAt.Sub(e.due))
+		s.onSend(key, sentAt.Sub(due))
 	}
 }
 

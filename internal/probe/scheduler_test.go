@@ -255,3 +255,51 @@ func TestForget(t *testing.T) {
 		t.Fatalf("fired %v, Len %d; want b, c and two slow keys, Len 0", got, h.s.Len())
 	}
 }
+
+// TestLookupHandsOverTheDueTimeItFiredFor: a waiting key is not fired; once its
+// event is sent Lookup says fired, with the due time it fired for, to every caller
+// until the key is scheduled again or forgotten. A key held back by its store's
+// budget is not fired while it waits for its token, though its due time has passed.
+func TestLookupHandsOverTheDueTimeItFiredFor(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.s.SetBudget("slow", 1, 1)
+	h.start()
+	k, held := testKey(1), testKey(2)
+
+	if _, _, ok := h.s.Lookup(k); ok {
+		t.Fatal("Lookup of a key never scheduled: ok")
+	}
+	h.s.Schedule(k, "store", t0.Add(5*time.Second))
+	h.s.Schedule(testKey(3), "slow", t0) // takes the slow store's only token
+	h.s.Schedule(held, "slow", t0)
+	h.settle()
+	if due, fired, ok := h.s.Lookup(k); !ok || fired || !due.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("before its time: Lookup = %v, %v, %v; want t0+5s, not fired", due, fired, ok)
+	}
+	if _, fired, _ := h.s.Lookup(held); fired {
+		t.Fatal("a key waiting for its store's token reads fired")
+	}
+	h.step(5)
+	for range 2 { // asked twice, answered the same
+		if due, fired, ok := h.s.Lookup(k); !ok || !fired || !due.Equal(t0.Add(5*time.Second)) {
+			t.Fatalf("after its event: Lookup = %v, %v, %v; want t0+5s, fired", due, fired, ok)
+		}
+	}
+	if due, fired, ok := h.s.Lookup(held); !ok || !fired || !due.Equal(t0) {
+		t.Fatalf("after its token: Lookup = %v, %v, %v; want t0 (the due time, not the token's), fired", due, fired, ok)
+	}
+
+	h.s.Schedule(k, "store", t0.Add(30*time.Second))
+	h.settle()
+	if due, fired, _ := h.s.Lookup(k); fired || !due.Equal(t0.Add(30*time.Second)) || h.s.Len() != 1 {
+		t.Fatalf("scheduled again: Lookup = %v, %v, Len %d; want t0+30s, not fired, 1 waiting", due, fired, h.s.Len())
+	}
+	h.s.Forget(held)
+	if _, _, ok := h.s.Lookup(held); ok {
+		t.Fatal("a forgotten fired key is still held")
+	}
+	h.step(30)
+	if got := byKey(h.snapshot())[k]; len(got) != 2 || got[1] != 30 {
+		t.Fatalf("events of the key at seconds %v, want 5 and 30", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -35,6 +36,18 @@ func NewGlobalTicker(clk clock.WithTicker, interval time.Duration, list func(con
 // Source feeds the ticks to a controller.
 func (t *GlobalTicker) Source() source.Source {
 	return source.Channel(t.events, &handler.TypedEnqueueRequestForObject[client.Object]{})
+}
+
+// Schedule does nothing: the ticker wakes every object on every tick.
+func (t *GlobalTicker) Schedule(types.NamespacedName, string, time.Time) {}
+
+// Forget does nothing: the next tick's list no longer has a deleted object.
+func (t *GlobalTicker) Forget(types.NamespacedName) {}
+
+// Lookup says every object is due, on every wake-up: the ticker holds no due times,
+// and the design it stands for probes on every reconcile.
+func (t *GlobalTicker) Lookup(types.NamespacedName) (time.Time, bool, bool) {
+	return t.Clock.Now(), true, true
 }
 
 // NeedLeaderElection: like the Scheduler, only the leader ticks.

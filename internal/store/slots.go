@@ -87,8 +87,10 @@ func (l *SlotLimited) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return l.Inner.Reconcile(ctx, req)
 	}
 	store := sb.Spec.ObjectStoreRef.Name
+	// Only counted: read from the cache without the deep copy of every store a List
+	// otherwise makes on each reconcile.
 	stores := &bkv1.ObjectStoreList{}
-	if err := l.Reader.List(ctx, stores); err != nil {
+	if err := l.Reader.List(ctx, stores, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	limit := l.Stores.ReconcileCap(len(stores.Items), l.Workers)

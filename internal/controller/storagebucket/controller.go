@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -51,8 +50,6 @@ type Reconciler struct {
 
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
-	// ProbeEvents is the probe scheduler's event source (see ProbeScheduler).
-	ProbeEvents source.Source
 
 	synced syncMemo
 	names  nameLocks

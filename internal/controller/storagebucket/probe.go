@@ -26,16 +26,25 @@ import (
 )
 
 // ProbeScheduler wakes a StorageBucket when its next probe is due: an event source
-// outside the cluster, fed by the reconciler after every probe.
+// outside the cluster, fed by the reconciler after every probe. It is the one holder of
+// each bucket's due time (probe.Scheduler): the reconcile asks it whether it fired,
+// rather than keeping a copy and comparing it with the clock. SetupWithManager runs it
+// with the manager and watches its events, so it must also be a manager.Runnable with a
+// Source.
 type ProbeScheduler interface {
 	Schedule(key types.NamespacedName, store string, due time.Time)
 	Forget(key types.NamespacedName)
+	// Lookup returns the due time key was last scheduled for and whether the
+	// scheduler fired for it (sent its event) since; ok is false for a key it does
+	// not hold.
+	Lookup(key types.NamespacedName) (due time.Time, fired, ok bool)
 }
 
-// Prober decides from state whether a bucket's probe is due, runs it and remembers the
-// result. Because the decision is made here and not by whoever sent the event, duplicate
-// or extra wake-ups never cause extra probes.
+// Prober decides whether a bucket's probe is due, runs it and remembers the result. A
+// periodic probe is due when the scheduler fired for the bucket's slot, whatever woke the
+// reconcile: duplicate or extra wake-ups never cause extra probes.
 type Prober struct {
+	// Scheduler holds each bucket's next due time and wakes the bucket then (required).
 	Scheduler ProbeScheduler
 	Clock     clock.PassiveClock
 	// Heartbeat bounds how often lastProbeTime alone is rewritten (status economy).
@@ -62,7 +71,8 @@ type Prober struct {
 	MinRequestInterval time.Duration
 	// Naive probes on every reconcile and writes lastProbeTime every time, as a design
 	// with a single global ticker would; only the benchmark's baseline (the operator's
-	// global-ticker probe strategy, built with the benchbaseline tag) sets it.
+	// global-ticker probe strategy, built with the benchbaseline tag) sets it. Its
+	// ticker holds no due times, so nothing is scheduled.
 	Naive bool
 
 	mu     sync.Mutex
@@ -70,10 +80,10 @@ type Prober struct {
 }
 
 // probeState is kept by name, so a deleted object (known only by name by then) is
-// forgotten; the UID tells a re-created object of the same name from the old one.
+// forgotten; the UID tells a re-created object of the same name from the old one. The
+// next due time is not here: the scheduler holds it (ProbeScheduler).
 type probeState struct {
 	uid        types.UID
-	nextDue    time.Time
 	generation int64
 	// lastServed is when a probe last served a probe request (zero: never, in this
 	// process). It lives in memory only: a new leader may serve one request at once.
@@ -91,9 +101,7 @@ func (p *Prober) forget(key types.NamespacedName) {
 	if p == nil {
 		return
 	}
-	if p.Scheduler != nil {
-		p.Scheduler.Forget(key)
-	}
+	p.Scheduler.Forget(key)
 	p.mu.Lock()
 	_, known := p.states[key]
 	delete(p.states, key)
@@ -195,24 +203,30 @@ func (r *Reconciler) reconcileAvailability(ctx context.Context, scope *bucketSco
 	// A bucket last seen with its store unreachable is probed on every pass until it
 	// answers; a deferred request must not turn that into a probe per new value.
 	recovering := availabilityReason(sb) == bkv1.ReasonStoreUnreachable && !deferred
+	// The scheduler holds the bucket's next slot and says whether it fired for it.
+	scheduledFor, fired, scheduled := p.Scheduler.Lookup(key)
+	next := scheduledFor
 	due := (pending && !deferred) || p.Naive || recovering
 	switch {
 	case !known && sb.Status.LastProbeTime == nil:
 		due = true // never probed: probe at once
-	case !known:
+	case !known || !scheduled:
 		// Probed by an earlier leader: continue at this bucket's phase slot, so a
 		// restart or failover never turns into a burst of N probes.
-		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now.Add(-interval/2), 0, nil), generation: sb.Generation}
+		st = probeState{uid: sb.UID, generation: sb.Generation}
+		next = probe.NextSlot(key, interval, now.Add(-interval/2), 0, nil)
 	case st.generation != sb.Generation:
 		due = true
-	case !now.Before(st.nextDue):
+	case fired:
 		due = true
+		log.FromContext(ctx).V(1).Info("probe due", "slot", scheduledFor)
 	}
 
 	var requeue time.Duration
 	if due {
 		res := r.runProbe(ctx, scope)
-		st = probeState{uid: sb.UID, nextDue: probe.NextSlot(key, interval, now, 0.1, p.jitter), generation: sb.Generation, lastServed: st.lastServed}
+		next = probe.NextSlot(key, interval, now, 0.1, p.jitter)
+		st = probeState{uid: sb.UID, generation: sb.Generation, lastServed: st.lastServed}
 		if pending {
 			// Any probe after the request serves it, a periodic one included.
 			sb.Status.LastHandledProbeRequest = requested
@@ -234,20 +248,18 @@ func (r *Reconciler) reconcileAvailability(ctx context.Context, scope *bucketSco
 		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, c.Type, c.Status, c.Reason, c.Message)
 	}
 	p.save(key, st)
-	wake := st.nextDue
+	if p.Naive {
+		return requeue // the global ticker wakes every bucket on its own
+	}
+	wake := next
 	if deferred && !due {
 		log.FromContext(ctx).V(1).Info("probe request deferred", "until", requestAllowedAt)
 		wake = earliest(wake, requestAllowedAt)
 	}
-	switch {
-	case p.Scheduler != nil:
+	if !scheduled || fired || !wake.Equal(scheduledFor) {
 		p.Scheduler.Schedule(key, scope.store.Name, wake)
-		scope.probeWake = wake
-	case deferred && !due:
-		// Without a scheduler (the benchmark's baseline) the work queue brings the
-		// deferred request back.
-		requeue = earliestDelay(requeue, requestAllowedAt.Sub(now))
 	}
+	scope.probeWake = wake
 	return requeue
 }
 

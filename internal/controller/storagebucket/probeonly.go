@@ -140,13 +140,9 @@ func (r *Reconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patc
 // unchangedScope reads, from the cache, the store and the children a full pass would
 // read, and builds the scope of a probe when all are as rec says.
 func (r *Reconciler) unchangedScope(ctx context.Context, sb *bkv1.StorageBucket, rec passRecord) (*bucketScope, bool) {
-	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil ||
-		store.UID != rec.store || store.Generation != rec.storeGeneration || !store.DeletionTimestamp.IsZero() || storeHealth(store) != nil {
+	store, err := r.usableStore(ctx, sb)
+	if err != nil || store.UID != rec.store || store.Generation != rec.storeGeneration {
 		return nil, false
-	}
-	if store.Spec.AllowedNamespaces != nil && r.checkNamespaceAllowed(ctx, store, sb.Namespace) != nil {
-		return nil, false // namespace labels are the platform team's and may change
 	}
 	if v, err := r.cachedVersion(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: connectionSecretName(sb)}, &corev1.Secret{}); err != nil || v != rec.secret {
 		return nil, false
@@ -159,11 +155,7 @@ func (r *Reconciler) unchangedScope(ctx context.Context, sb *bkv1.StorageBucket,
 			return nil, false
 		}
 	}
-	region := sb.Spec.Region
-	if region == "" {
-		region = stores.Region(store)
-	}
-	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
+	c, region, err := r.bucketClient(ctx, sb, store)
 	if err != nil {
 		return nil, false
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -28,11 +29,18 @@ func (h *headCounter) HeadBucket(_ context.Context, bucket string) (string, erro
 	return "", nil
 }
 
-// lastSchedule remembers the due time the reconciler last asked the scheduler for.
-type lastSchedule struct{ due time.Time }
+// lastSchedule remembers the due time the reconciler last asked the scheduler for, and
+// says it fired once the clock reaches it, as probe.Scheduler would have by then.
+type lastSchedule struct {
+	clk clock.PassiveClock
+	due time.Time
+}
 
 func (s *lastSchedule) Schedule(_ types.NamespacedName, _ string, due time.Time) { s.due = due }
-func (s *lastSchedule) Forget(types.NamespacedName)                              {}
+func (s *lastSchedule) Forget(types.NamespacedName)                              { s.due = time.Time{} }
+func (s *lastSchedule) Lookup(types.NamespacedName) (time.Time, bool, bool) {
+	return s.due, !s.due.IsZero() && !s.clk.Now().Before(s.due), !s.due.IsZero()
+}
 
 // TestProbeRequestsAreBoundedAndCoalesced: on-demand probes happen at most once per
 // MinRequestInterval. Requests inside it write no status and are served together by
@@ -41,7 +49,7 @@ func (s *lastSchedule) Forget(types.NamespacedName)                             
 func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(t0)
-	sched := &lastSchedule{}
+	sched := &lastSchedule{clk: clk}
 	s3c := &headCounter{heads: map[string]int{}}
 	r := &Reconciler{Recorder: events.NewFakeRecorder(100), Clock: clk, Prober: &Prober{
 		Scheduler: sched, Clock: clk, Heartbeat: 5 * time.Minute, MinRequestInterval: 10 * time.Second,
@@ -137,28 +145,4 @@ func TestProbeRequestsAreBoundedAndCoalesced(t *testing.T) {
 	expect("store unreachable, requests deferred", 5, "r23")
 	pass(33 * time.Second)
 	expect("store unreachable, interval's end", 6, "r26")
-}
-
-// Without a scheduler (the benchmark's naive baseline uses none) a deferred request
-// brings itself back through the work queue.
-func TestDeferredProbeRequestRequeuesWithoutScheduler(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	clk := clocktesting.NewFakePassiveClock(t0)
-	s3c := &headCounter{heads: map[string]int{}}
-	r := &Reconciler{Recorder: events.NewFakeRecorder(100), Clock: clk, Prober: &Prober{
-		Clock: clk, Heartbeat: 5 * time.Minute, MinRequestInterval: 10 * time.Second, Jitter: func() float64 { return 0.5 },
-	}}
-	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 1}}
-	sb.Status.BucketName = "b"
-	reconcile.SetCondition(&sb.Status.Conditions, 1, bkv1.ConditionProvisioned, metav1.ConditionTrue, bkv1.ReasonBucketCreated, "created")
-	scope := &bucketScope{sb: sb, owner: testOwner(sb), store: &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}, s3: s3c, bucket: "b"}
-	run := func(value string, at time.Duration) time.Duration {
-		clk.SetTime(t0.Add(at))
-		sb.Annotations = map[string]string{bkv1.AnnotationProbeRequestedAt: value}
-		return r.reconcileAvailability(context.Background(), scope, reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil), nil)
-	}
-	run("a", 0)
-	if requeue := run("b", 4*time.Second); requeue != 6*time.Second || s3c.heads["b"] != 1 {
-		t.Fatalf("deferred request: requeue %s after %d probes, want 6s after 1", requeue, s3c.heads["b"])
-	}
 }

@@ -2,6 +2,7 @@ package storagebucket
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -11,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -20,8 +23,10 @@ import (
 
 // SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
 // deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
-// credentials and namespaces its verdicts depend on. Each reconcile runs within
-// ReconcileTimeout and inside a slot of its store (see storeslots.go).
+// credentials and namespaces its verdicts depend on, and the probe scheduler: this is
+// the one place it is run (with the manager, on the leader) and its events watched.
+// Each reconcile runs within ReconcileTimeout and inside a slot of its store (see
+// store.SlotLimited).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.StorageBucket{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged(bkv1.AnnotationProbeRequestedAt, bkv1.AnnotationDeletionPolicy))).
@@ -30,14 +35,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout})
-	if r.ProbeEvents != nil {
-		b = b.WatchesRawSource(r.ProbeEvents)
+	if r.Prober != nil {
+		scheduler, ok := r.Prober.Scheduler.(runnableScheduler)
+		if !ok {
+			return fmt.Errorf("the probe scheduler %T neither runs with the manager nor has a source of events", r.Prober.Scheduler)
+		}
+		if err := mgr.Add(scheduler); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(scheduler.Source())
 	}
 	return b.Complete(&stores.SlotLimited{Reader: mgr.GetClient(), Stores: r.Stores, Inner: r, Workers: concurrency})
 }
 
-// SetupWithManager wires the ObjectStore controller; a change to a credentials Secret or
-// to a StorageBucket using the store (for deletion) re-reconciles it.
+// runnableScheduler is a ProbeScheduler that runs with the manager and sends its wake-ups
+// through a source (probe.Scheduler, or the benchmark baseline's global ticker).
+type runnableScheduler interface {
+	ProbeScheduler
+	manager.Runnable
+	Source() source.Source
+}
 
 // notCreated passes changes and deletions of the connection Secrets, which must be
 // repaired, but not their creation: that is our own write in the pass that provisions

@@ -13,6 +13,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
@@ -20,28 +21,11 @@ import (
 // it is healthy, and picks the bucket name and region.
 func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
-	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
-		}
+	store, err := r.usableStore(ctx, sb)
+	if err != nil {
 		return err
 	}
-	if !store.DeletionTimestamp.IsZero() {
-		return reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
-	}
-	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
-		return err
-	}
-	if err := storeHealth(store); err != nil {
-		return err
-	}
-	// Requests for the bucket are signed for the bucket's own region.
-	region := sb.Spec.Region
-	if region == "" {
-		region = stores.Region(store)
-	}
-	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
+	c, region, err := r.bucketClient(ctx, sb, store)
 	if err != nil {
 		return err
 	}
@@ -53,6 +37,41 @@ func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) err
 	scope.bucket = bucketNameFor(sb, store)
 	scope.region = region
 	return nil
+}
+
+// usableStore reads the bucket's ObjectStore from the cache and checks that it may be
+// used now: it exists, is not being deleted, admits the namespace and is healthy. The
+// full pass (reconcileStore) and the probe's short cut (unchangedScope) both start here.
+func (r *Reconciler) usableStore(ctx context.Context, sb *bkv1.StorageBucket) (*bkv1.ObjectStore, error) {
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
+		}
+		return nil, err
+	}
+	if !store.DeletionTimestamp.IsZero() {
+		return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotReady, "ObjectStore %q is being deleted", store.Name)
+	}
+	if err := r.checkNamespaceAllowed(ctx, store, sb.Namespace); err != nil {
+		return nil, err
+	}
+	if err := storeHealth(store); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+// bucketClient is the store's client for the bucket's region (the claim's, else the
+// store's): requests for a bucket are signed for its own region. Building it sends
+// nothing.
+func (r *Reconciler) bucketClient(ctx context.Context, sb *bkv1.StorageBucket, store *bkv1.ObjectStore) (s3.Client, string, error) {
+	region := sb.Spec.Region
+	if region == "" {
+		region = stores.Region(store)
+	}
+	c, err := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace)
+	return c, region, err
 }
 
 func (r *Reconciler) checkNamespaceAllowed(ctx context.Context, store *bkv1.ObjectStore, namespace string) error {

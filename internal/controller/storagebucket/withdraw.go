@@ -14,7 +14,6 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
-	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // checkSuspended is what a suspended claim still gets: spec.suspend stops the
@@ -32,12 +31,8 @@ func (r *Reconciler) checkSuspended(ctx context.Context, scope *bucketScope) (ct
 	scope.store, scope.bucket = store, bucketNameFor(sb, store)
 	err := r.checkNamespaceAllowed(ctx, store, sb.Namespace)
 	if err == nil {
-		region := sb.Spec.Region
-		if region == "" {
-			region = stores.Region(store)
-		}
 		// Building the client sends nothing; only a withdrawal uses it.
-		if c, cerr := r.Stores.ClientForRegion(ctx, store, region, sb.Namespace); cerr == nil {
+		if c, region, cerr := r.bucketClient(ctx, sb, store); cerr == nil {
 			scope.s3, scope.region = c, region
 		}
 		err = r.reconcileGuardrails(ctx, scope)
