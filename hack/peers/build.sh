@@ -2,7 +2,8 @@
 # Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway)
 # from the Go module proxy and caches each one in a directory keyed by its version and
 # a hash of its wrapper module, so a second run costs nothing. The peer `rgw` (Ceph RGW)
-# is a Debian root filesystem unpacked by rgw-root.sh instead, linked as `rgw-root`.
+# is a Debian root filesystem unpacked by rgw-root.sh instead, linked as `rgw-root`; the
+# peer `moto` (the AWS stand-in) one unpacked by moto-root.sh, linked as `moto-root`.
 #
 #   hack/peers/build.sh [peer ...]   build what is missing (default: all), then print
 #                                    the bin directory holding every peer on stdout
@@ -17,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
-all_peers=(etcd kube-apiserver versitygw weed rgw)
+all_peers=(etcd kube-apiserver versitygw weed rgw moto)
 
 version_of() {
 	case $1 in
@@ -26,6 +27,7 @@ version_of() {
 	weed) echo "$SEAWEEDFS_VERSION" ;;
 	versitygw) echo "$VERSITYGW_VERSION" ;;
 	rgw) echo "$RGW_SUITE" ;;
+	moto) echo "$MOTO_SUITE" ;;
 	*) echo "unknown peer: $1" >&2; exit 2 ;;
 	esac
 }
@@ -34,8 +36,8 @@ version_of() {
 # decides how it is built (wrapper module, shared lifeline module, Go version).
 key_of() {
 	local peer=$1 sum
-	if [ "$peer" = rgw ]; then # no Go: the script (and its package list) decides it
-		sum=$(cat "$here/rgw-root.sh" | sha256sum | cut -c1-12)
+	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then # no Go: the script (and its package list) decides it
+		sum=$(sha256sum <"$here/$peer-root.sh" | cut -c1-12)
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
 	fi
@@ -46,7 +48,7 @@ key_of() {
 # artifact_of is the name under which a peer sits in its cache and bin directories.
 artifact_of() {
 	case $1 in
-	rgw) echo rgw-root ;;
+	rgw | moto) echo "$1-root" ;;
 	*) echo "$1" ;;
 	esac
 }
@@ -60,9 +62,9 @@ bin_dir() {
 build_one() {
 	local peer=$1 dest="$cache/$(key_of "$1")"
 	[ -x "$dest/$(artifact_of "$peer")" ] && return 0
-	if [ "$peer" = rgw ]; then
+	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then
 		mkdir -p "$dest"
-		"$here/rgw-root.sh" "$dest/rgw-root" >&2
+		"$here/$peer-root.sh" "$dest/$peer-root" >&2
 		return 0
 	fi
 	local start=$SECONDS ldflags="-s -w" pkg=.

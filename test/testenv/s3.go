@@ -29,6 +29,9 @@ const (
 	// RGW runs Ceph's RADOS Gateway on a one-monitor, one-OSD (in memory) Ceph
 	// cluster (s3rgw.go).
 	RGW S3Kind = "rgw"
+	// Moto runs moto, the AWS emulator, as the AWS stand-in for what only AWS
+	// does (s3moto.go). It is not one of the stores every store test runs on.
+	Moto S3Kind = "moto"
 )
 
 // readyTimeout bounds how long a start may take before it fails with the
@@ -114,6 +117,8 @@ type S3Server struct {
 
 	// RGW's monitor and OSD, which run from the first start until Close.
 	rgw *rgwCluster
+	// motoCmd is the loader that runs moto's python3 (bin is moto's root).
+	motoCmd string
 }
 
 // StartS3 starts a fresh server of the given kind with an empty data directory,
@@ -128,6 +133,8 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		peer = "versitygw"
 	case RGW:
 		peer = "rgw"
+	case Moto:
+		peer = "moto"
 	default:
 		return nil, fmt.Errorf("testenv: unknown S3 kind %q", kind)
 	}
@@ -151,7 +158,7 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		dir:                  dir,
 		logPath:              filepath.Join(dir, "server.log"),
 	}
-	if kind == Versity { // its second account is an IAM user, whose key the server makes
+	if kind == Versity || kind == Moto { // Versity's second account is an IAM user, whose key the server makes
 		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""
 	}
 	if kind == RGW { // bin is the Debian root the cluster's programs run from
@@ -215,6 +222,8 @@ func (s *S3Server) configure() error {
 		return s.configureWeed()
 	case RGW:
 		return s.configureRGW()
+	case Moto:
+		return s.configureMoto()
 	default:
 		return s.configureVersity()
 	}
@@ -248,6 +257,9 @@ func (s *S3Server) Start() error {
 	if s.proc != nil && !s.proc.Exited() {
 		return nil
 	}
+	if s.Kind == Moto {
+		return errors.New("testenv: moto keeps its state in memory; a restart is no outage")
+	}
 	return s.startLocked()
 }
 
@@ -258,12 +270,22 @@ func (s *S3Server) startLocked() error {
 			return err
 		}
 	}
-	p, err := StartProcess(s.bin, s.args, s.env, s.dir, s.logPath)
+	bin := s.bin
+	if s.Kind == Moto {
+		bin = s.motoCmd // s.bin is the root
+	}
+	p, err := StartProcess(bin, s.args, s.env, s.dir, s.logPath)
 	if err != nil {
 		return errors.Join(err, s.stopIAMLocked())
 	}
 	s.proc = p
-	if err := s.waitReady(p); err != nil {
+	if s.Kind == Moto {
+		err = s.bootstrapMoto(p)
+	}
+	if err == nil {
+		err = s.waitReady(p)
+	}
+	if err != nil {
 		_ = s.stopProcess(p)
 		s.proc = nil
 		_ = s.stopIAMLocked()

@@ -141,8 +141,8 @@ func missingPeers(peers ...string) []string {
 }
 
 // peerArtifacts names what build.sh links into the bin directory for a peer that
-// is no single executable: rgw is a root filesystem.
-var peerArtifacts = map[string]string{"rgw": "rgw-root"}
+// is no single executable: rgw and moto are root filesystems.
+var peerArtifacts = map[string]string{"rgw": "rgw-root", "moto": "moto-root"}
 
 // peerBinary returns the path of one peer executable (or root filesystem),
 // building it when needed.
