@@ -46,7 +46,7 @@ func (m managedConfig) tagIsMine(key string) bool {
 	return m.exclusive || slices.Contains(m.applied.TagKeys, appliedName(key))
 }
 
-// ruleIsMine says the same of a reconcile.Lifecycle rule ID.
+// ruleIsMine says the same of a lifecycle rule ID.
 func (m managedConfig) ruleIsMine(id string) bool {
 	return m.exclusive || slices.Contains(m.applied.LifecycleRules, appliedName(id))
 }
@@ -96,7 +96,7 @@ func mergeTags(have, spec, own map[string]string, mine func(string) bool) map[st
 	return want
 }
 
-// mergeLifecycle is the reconcile.Lifecycle configuration a bucket should have: the rules found on
+// mergeLifecycle is the lifecycle configuration a bucket should have: the rules found on
 // it whose IDs are neither the spec's nor the operator's (mine says which are), kept as
 // they are, plus the spec's rules. same reports that the bucket already has it, judged on
 // the operator's rules alone (the others are carried unchanged).

@@ -35,7 +35,7 @@ type setting struct {
 	record func(*bkv1.AppliedConfiguration)
 }
 
-// reconcileConfiguration brings versioning, tags, reconcile.Lifecycle, public access and policy in
+// reconcileConfiguration brings versioning, tags, lifecycle, public access and policy in
 // line with the spec. It runs on a spec change and every SyncInterval, not on every
 // reconcile, so out-of-band drift is corrected without a read storm.
 //
@@ -84,7 +84,7 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 		return reconcile.Terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q does not support %s for bucket %q; the other settings are applied",
 			scope.store.Name, strings.Join(unsupported, ", "), scope.bucket)
 	}
-	msg := "versioning, tags, reconcile.Lifecycle, public access and policy match the spec"
+	msg := "versioning, tags, lifecycle, public access and policy match the spec"
 	if !managed.exclusive {
 		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
 	}
@@ -199,7 +199,7 @@ func sortedRules(rules []s3.LifecycleRule) []s3.LifecycleRule {
 }
 
 // lifecycleSetting merges the spec's rules into the bucket's configuration (see
-// mergeLifecycle) and writes the whole of it, as S3 replaces a reconcile.Lifecycle configuration
+// mergeLifecycle) and writes the whole of it, as S3 replaces a lifecycle configuration
 // whole; none left deletes it.
 func lifecycleSetting(want []s3.LifecycleRule, mine func(string) bool) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {

@@ -74,7 +74,7 @@ func settled(sb *bkv1.StorageBucket) bool {
 // resumable says whether a settled bucket unknown to this process may wait for its slot:
 // Ready and configured for its current generation, with the configuration it wants now
 // recorded as applied. Anything less is checked at once. "Ready" includes the stable
-// verdict that the store lacks a setting the spec asks for (Versity and reconcile.Lifecycle):
+// verdict that the store lacks a setting the spec asks for (Versity and lifecycle):
 // reading again at once would only give the same answer.
 func resumable(sb *bkv1.StorageBucket, hash string) bool {
 	ready := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady)
