@@ -25,7 +25,7 @@ import (
 )
 
 // The suite runs one real control plane, one SeaweedFS, one Versity and one Ceph RGW
-// server, and one manager built exactly as the binary builds it. Each test makes its own
+// server, moto as the AWS stand-in, and one manager built exactly as the binary builds it. Each test makes its own
 // namespace and ObjectStore, so S3 requests are counted per test by store name.
 //
 // Tests that spend their time waiting on sync and probe intervals call t.Parallel: Go
@@ -44,7 +44,10 @@ var (
 	versity   *testenv.S3Server
 	// rgw answers a repeat CreateBucket by its owner with 200, as AWS does in
 	// us-east-1: the store on which two claims of one name race.
-	rgw      *testenv.S3Server
+	rgw *testenv.S3Server
+	// moto stands in for AWS (TestOperatorRunsUnderTheAWSPolicy); it is not one of
+	// everyStore: an emulator proves nothing about data safety.
+	moto     *testenv.S3Server
 	requests = &requestLog{}
 	logs     = &testenv.LogBuffer{}
 
@@ -102,6 +105,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop("Ceph RGW", rgw.Close)
+	if moto, err = testenv.StartS3(testenv.Moto); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("moto", moto.Close)
 
 	if k8sWatch, err = client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -223,6 +231,13 @@ type fixture struct {
 // waits for the store to be Ready.
 func newFixture(t *testing.T, server *testenv.S3Server, mutate ...func(*bkv1.ObjectStore)) *fixture {
 	t.Helper()
+	return newFixtureAs(t, server, server.AccessKeyID, server.SecretAccessKey, mutate...)
+}
+
+// newFixtureAs is newFixture with the operator holding another key of the server than
+// its admin's; the fixture's admin client still holds the admin's.
+func newFixtureAs(t *testing.T, server *testenv.S3Server, accessKeyID, secretAccessKey string, mutate ...func(*bkv1.ObjectStore)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sb-test-"}}
@@ -230,7 +245,7 @@ func newFixture(t *testing.T, server *testenv.S3Server, mutate ...func(*bkv1.Obj
 	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name, server: server}
 	must(t, k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "store-credentials"},
-		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: server.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: server.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: accessKeyID, bkv1.CredentialsKeySecretAccessKey: secretAccessKey},
 	}))
 	store := &bkv1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: f.store},

@@ -20,7 +20,7 @@ import (
 // safety, and it keeps everything in memory, so a restart is no outage (Start
 // after Stop is refused).
 //
-// It runs as `python3 -m moto.server` from the Debian root hack/peers/moto-root.sh
+// It runs moto's server (motoMain) with the python3 of the Debian root hack/peers/moto-root.sh
 // unpacks, through the root's own loader with PYTHONHOME in the root: nothing is
 // installed on the machine. Started with INITIAL_NO_AUTH_ACTION_COUNT=3, it
 // takes three requests unsigned (the harness creates the admin IAM user, its
@@ -29,6 +29,66 @@ import (
 
 // motoAdmin is the IAM user whose key is the server's admin identity.
 const motoAdmin = "bucketkeeper-admin"
+
+// motoMain starts moto's server after correcting, in moto's own table of which IAM
+// action authorizes which S3 request, the rows where moto 5.1 differs from what AWS
+// documents. Without them an identity holding exactly AWS's permissions is refused
+// on moto:
+//   - HeadBucket needs s3:ListBucket on AWS; moto asks for s3:HeadBucket, which is
+//     no AWS action;
+//   - the public-access block (GET, PUT, DELETE ?publicAccessBlock) needs
+//     s3:GetBucketPublicAccessBlock or s3:PutBucketPublicAccessBlock (DELETE too) on
+//     AWS; moto's table misses the query key the SDKs send, and asks for
+//     s3:ListBucket, s3:CreateBucket and s3:DeleteBucket instead;
+//   - DeleteObjects is authorized on AWS per object, as s3:DeleteObject (or
+//     s3:DeleteObjectVersion for a version) on the object's ARN; moto asks for
+//     s3:DeleteObject on the bucket's ARN, which no policy granting object actions on
+//     bucket/* matches. The patch asks, for each object, what AWS asks, and refuses
+//     the whole request if any is refused (AWS would answer per object; the tests
+//     never mix).
+//
+// It also corrects moto's check of a signature: moto rebuilds the canonical query
+// from the URL as its web framework hands it over, with "/" in a value no longer
+// encoded, so any request with a "/" in a query value (ListObjectVersions of a key
+// under a prefix, as a purge sends) fails with SignatureDoesNotMatch. AWS
+// canonicalizes every value with the SigV4 encoding, which the patch applies before
+// moto signs its copy.
+const motoMain = `import sys
+from urllib.parse import parse_qsl, quote, urlsplit
+import moto.iam.access_control as ac
+create = ac.IAMRequestBase._create_aws_request
+def _create_aws_request(self):
+    parts = urlsplit(self._path)
+    if parts.query:
+        enc = lambda v: quote(v, safe="-_.~")
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        self._path = parts.path + "?" + "&".join(enc(k) + "=" + enc(v) for k, v in pairs)
+    return create(self)
+ac.IAMRequestBase._create_aws_request = _create_aws_request
+import xmltodict
+import moto.s3.responses as r
+authorize = r.S3Response._authenticate_and_authorize_s3_action
+def _authorize(self, bucket_name=None, key_name=None):
+    if key_name is None and self.data.get("Action") == "DeleteObject" and self.is_delete_keys():
+        objs = xmltodict.parse(self.body, strip_whitespace=False)["Delete"].get("Object", [])
+        objs = objs if isinstance(objs, list) else [objs]
+        if not objs:
+            return authorize(self, bucket_name=bucket_name)
+        for o in objs:
+            self.data["Action"] = "DeleteObjectVersion" if o.get("VersionId") else "DeleteObject"
+            authorize(self, bucket_name=bucket_name, key_name=o["Key"])
+        self.data["Action"] = "DeleteObject"
+        return
+    return authorize(self, bucket_name=bucket_name, key_name=key_name)
+r.S3Response._authenticate_and_authorize_s3_action = _authorize
+m = r.ACTION_MAP["BUCKET"]
+m["HEAD"]["DEFAULT"] = "ListBucket"
+m["GET"]["publicAccessBlock"] = "GetBucketPublicAccessBlock"
+m["PUT"]["publicAccessBlock"] = "PutBucketPublicAccessBlock"
+m["DELETE"]["publicAccessBlock"] = "PutBucketPublicAccessBlock"
+from moto.server import main
+main(sys.argv[1:])
+`
 
 // configureMoto picks the port and builds the command line. S3 and IAM share the
 // port: moto routes a request by the service its signature names.
@@ -51,7 +111,7 @@ func (s *S3Server) configureMoto() error {
 	}
 	s.motoCmd = loaders[0]
 	s.args = []string{"--library-path", filepath.Dir(loaders[0]), filepath.Join(root, "usr/bin/python3"),
-		"-m", "moto.server", "-H", "127.0.0.1", "-p", fmt.Sprint(ports[0])}
+		"-c", motoMain, "-H", "127.0.0.1", "-p", fmt.Sprint(ports[0])}
 	s.env = childEnv(tmp,
 		"PYTHONHOME="+filepath.Join(root, "usr"), "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1",
 		"INITIAL_NO_AUTH_ACTION_COUNT=3")
