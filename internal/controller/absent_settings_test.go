@@ -161,7 +161,7 @@ func TestAdoptionKeepsForeignConfiguration(t *testing.T) {
 		name      string
 		server    **testenv.S3Server
 		lifecycle bool // Versity has none
-	}{{"SeaweedFS", &seaweed, true}, {"Versity", &versity, false}} {
+	}{{"SeaweedFS", &seaweed, true}, {"Versity", &versity, false}, {"RGW", &rgw, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, *tc.server, allowAdoption)
 			legacy := newLegacyBucket(t, f, "legacy-"+f.ns, tc.lifecycle)

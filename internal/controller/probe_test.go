@@ -68,7 +68,16 @@ func TestProbeReportsAvailability(t *testing.T) {
 }
 
 func TestReadWriteProbeLeavesNoCanary(t *testing.T) {
-	f := newFixture(t, seaweed)
+	for _, srv := range everyStore() {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testReadWriteProbeLeavesNoCanary(t, srv)
+		})
+	}
+}
+
+func testReadWriteProbeLeavesNoCanary(t *testing.T, srv *testenv.S3Server) {
+	f := newFixture(t, srv)
 	// Versioned: deleting the canary must not leave versions or delete markers either.
 	sb := f.bucket("canary", probeEvery(10*time.Second, bkv1.ProbeModeReadWrite), func(sb *bkv1.StorageBucket) { sb.Spec.Versioning = bkv1.VersioningEnabled })
 	got := f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
@@ -248,7 +257,16 @@ func (f *fixture) probes() int {
 
 func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
 	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
-	f := newFixture(t, seaweed)
+	for _, srv := range everyStore() {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testVanishedBucketIsReportedAndRecreated(t, srv)
+		})
+	}
+}
+
+func testVanishedBucketIsReportedAndRecreated(t *testing.T, srv *testenv.S3Server) {
+	f := newFixture(t, srv)
 	sb := f.bucket("gone", probeEvery(time.Hour, bkv1.ProbeModeHead))
 	got := f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
 	must(t, f.admin.DeleteBucket(f.ctx, got.Status.BucketName))
@@ -267,10 +285,20 @@ func TestVanishedBucketIsReportedAndRecreated(t *testing.T) {
 
 // TestStoreOutage: with the store down, every bucket turns unavailable within two
 // intervals, and then only the paced health check goes to the store (nothing to its
-// buckets); back up, all buckets are available again within one interval.
+// buckets); back up, all buckets are available again within one interval. It runs on a
+// Versity and an RGW server of its own (on RGW the outage stops the gateway, not the
+// cluster behind it); SeaweedFS's restart is TestS3Lifecycle's.
 func TestStoreOutage(t *testing.T) {
 	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
-	server := testenv.NewS3(t, testenv.Versity)
+	for _, kind := range []testenv.S3Kind{testenv.Versity, testenv.RGW} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			testStoreOutage(t, testenv.NewS3(t, kind))
+		})
+	}
+}
+
+func testStoreOutage(t *testing.T, server *testenv.S3Server) {
 	f := newFixture(t, server)
 	var sbs []*bkv1.StorageBucket
 	for i := range 5 {

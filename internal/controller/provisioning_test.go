@@ -153,9 +153,20 @@ func TestSecondReconcileChangesNothing(t *testing.T) {
 	}
 }
 
+// TestDriftIsCorrected runs on the stores with lifecycle rules (Versity reports them
+// NotSupportedByStore, TestVersityReportsUnsupportedSettings).
 func TestDriftIsCorrected(t *testing.T) {
 	t.Parallel() // mostly waiting on intervals: see the package doc in suite_test.go
-	f := newFixture(t, seaweed)
+	for _, srv := range []*testenv.S3Server{seaweed, rgw} {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testDriftIsCorrected(t, srv)
+		})
+	}
+}
+
+func testDriftIsCorrected(t *testing.T, srv *testenv.S3Server) {
+	f := newFixture(t, srv)
 	sb := f.bucket("drifty", func(sb *bkv1.StorageBucket) {
 		sb.Spec.Versioning = bkv1.VersioningEnabled
 		sb.Spec.Tags = map[string]string{"team": "a"}
