@@ -1,8 +1,12 @@
 package iam
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestUserNames: both forms fit IAM, derive the same name every time, and are
@@ -64,5 +68,45 @@ func TestOwnedUserName(t *testing.T) {
 		if got := OwnedUserName(tc.clusterID, tc.name); got != tc.owned {
 			t.Errorf("OwnedUserName(%q, %q) = %v, want %v", tc.clusterID, tc.name, got, tc.owned)
 		}
+	}
+}
+
+// TestUserNamesFitAWS creates, on moto (the AWS stand-in, which holds IAM's 64-character
+// limit), the longest plain name a cluster id can give and a hashed name of the default
+// cluster id, each with its policy and a key; one character more is refused as
+// invalid, so the limit the names are cut to is the one AWS applies.
+func TestUserNamesFitAWS(t *testing.T) {
+	srv := testenv.NewS3(t, testenv.Moto)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := New(ctx, Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const uid = "0b6a2f43-9d1e-4c55-8f0a-3e2d1c4b5a69"
+	longest := strings.Repeat("c", 64-len("bk--")-len(uid)) // bk-<id>-<uid> at exactly 64
+	names := map[string]string{
+		"plain, 64 characters": UserName(longest, uid),
+		"tagged hash":          UserName("5f1c7d9e-2a3b-4c4d-9e8f-0a1b2c3d4e5f", uid),
+	}
+	if got := names["plain, 64 characters"]; len(got) != 64 || got != "bk-"+longest+"-"+uid {
+		t.Fatalf("the longest plain name is %q (%d characters), want bk-<id>-<uid> at 64", got, len(got))
+	}
+	for what, name := range names {
+		if err := d.EnsureUser(ctx, name); err != nil {
+			t.Fatalf("%s %q: %v", what, name, err)
+		}
+		if err := d.PutPolicy(ctx, name, []Grant{{Bucket: "bk-names", Mode: ReadWrite}}); err != nil {
+			t.Fatalf("%s %q: policy: %v", what, name, err)
+		}
+		if _, err := d.CreateKey(ctx, name); err != nil {
+			t.Fatalf("%s %q: key: %v", what, name, err)
+		}
+	}
+	if got := UserName(longest+"c", uid); len(got) > 64 {
+		t.Fatalf("a cluster id one character longer gives %q (%d characters)", got, len(got))
+	}
+	if err := d.EnsureUser(ctx, "bk-"+longest+"c-"+uid); KindOf(err) != KindInvalid {
+		t.Fatalf("a 65-character user name: %v (%s), want refused as invalid", err, KindOf(err))
 	}
 }
