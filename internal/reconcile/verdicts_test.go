@@ -71,6 +71,9 @@ func TestKindVerdictsOfRealAnswers(t *testing.T) {
 		{"slow down", 503, "SlowDown", want{s3.KindThrottled, bkv1.ReasonThrottled, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
 		{"internal error", 500, "InternalError", want{s3.KindServerError, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
 		{"wrong region", 400, "AuthorizationHeaderMalformed", want{s3.KindInvalid, bkv1.ReasonConfigFailed, true, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"RGW: a policy it cannot parse", 400, "InvalidArgument", want{s3.KindInvalid, bkv1.ReasonConfigFailed, true, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"AWS: a conflicting operation in progress", 409, "OperationAborted", want{s3.KindThrottled, bkv1.ReasonThrottled, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
+		{"AWS: the account's bucket limit", 400, "TooManyBuckets", want{s3.KindInvalid, bkv1.ReasonConfigFailed, true, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
 		{"teapot", 418, "Teapot", want{s3.KindUnknown, bkv1.ReasonProgressing, false, bkv1.ReasonStoreUnreachable, bkv1.ReasonProbeFailed}},
 	}
 	check := func(t *testing.T, err error, w want) {

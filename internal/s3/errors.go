@@ -136,6 +136,9 @@ var codeKinds = map[string]Kind{
 	"RequestThrottled":           KindThrottled,
 	"BandwidthLimitExceeded":     KindThrottled,
 	"XMinioServerNotInitialized": KindThrottled,
+	// AWS: "a conflicting conditional operation is currently in progress against this
+	// resource", e.g. a create right after the name's deletion. It passes: back off.
+	"OperationAborted": KindThrottled,
 
 	"RequestTimeout": KindTimeout,
 
@@ -154,6 +157,7 @@ var codeKinds = map[string]Kind{
 	"IllegalVersioningConfigurationException": KindInvalid,
 	"InvalidBucketState":                      KindInvalid,
 	"BadRequest":                              KindInvalid,
+	"TooManyBuckets":                          KindInvalid, // AWS's per-account limit: a human raises it
 }
 
 // KindOf classifies any error returned by this package (or by the SDK
