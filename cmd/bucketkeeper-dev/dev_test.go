@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 // again on a warm restart of the same directory (same buckets, decided afresh),
 // serves a kubeconfig that works, each sample's access Secret alone lets a client
 // use its bucket and no other (keys issued by the first run, across two restarts),
+// with the aws CLI too,
 // and on SIGTERM stops within 10 s leaving no process behind.
 //
 // It runs the default sample set, config/samples/dev: the general samples use
@@ -76,6 +77,7 @@ func TestDev(t *testing.T) {
 	waitFor(t, stderr, readyLine, 2*time.Minute)
 	assertKubeconfigWorks(t, kubeconfig, len(fresh.buckets))
 	assertSampleKeysScoped(t, kubeconfig, fresh.buckets)
+	assertAWSCLIWithTheSecret(t, kubeconfig, fresh.buckets)
 	begin := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Unpacks a Debian root filesystem holding moto, the AWS emulator that stands in for
 # AWS S3 and IAM where only AWS's own behaviour is the subject (regions, us-east-1's
-# answer to a bucket created twice, IAM names). moto is Python and not on the Go module
-# proxy; Debian packages it. testenv runs the root's python3 through the root's own
-# dynamic loader with PYTHONHOME in the root, so nothing is installed on the machine.
+# answer to a bucket created twice, IAM names), and the aws CLI, the client users run
+# with an access Secret (the dev smoke test drives it). Both are Python and not on the
+# Go module proxy; Debian packages them. testenv runs the root's python3 through the
+# root's own dynamic loader with PYTHONHOME in the root, so nothing is installed on the
+# machine.
 #
 #   hack/peers/moto-root.sh DEST   build the root at DEST (via DEST.tmp, renamed when
-#                                  complete), fail unless `import moto.server` works
+#                                  complete), fail unless `import moto.server` and
+#                                  `aws --version` work
 #
 # build.sh calls it for the peer `moto` under its lock and keys DEST by MOTO_SUITE and a
 # hash of this script (which holds the package list). The mirror is the machine's own
@@ -19,8 +22,8 @@ source "$here/versions.env"
 dest=${1:?usage: moto-root.sh DEST}
 
 # moto and what its server mode needs beyond moto's own dependencies (Flask is only
-# recommended by the package).
-packages=python3-moto,python3-flask,python3-flask-cors
+# recommended by the package), and the aws CLI.
+packages=python3-moto,python3-flask,python3-flask-cors,awscli
 
 if ! command -v mmdebstrap >/dev/null; then
 	echo ">> installing mmdebstrap from Debian" >&2
@@ -49,7 +52,7 @@ run_python() {
 }
 
 start=$SECONDS
-echo ">> unpacking the moto root from Debian $MOTO_SUITE (first run only: about a minute, ~60 MB download)" >&2
+echo ">> unpacking the moto and aws CLI root from Debian $MOTO_SUITE (first run only: about two minutes, ~90 MB download)" >&2
 rm -rf "$dest.tmp"
 mirror=$(debian_mirror)
 mmdebstrap --quiet --variant=extract --skip=chroot/mount \
@@ -61,7 +64,7 @@ rm -rf "$dest.tmp"/var/cache/apt/archives/*.deb "$dest.tmp"/var/lib/apt/lists/* 
 	"$dest.tmp"/usr/share/{doc,man,info,locale,lintian}
 
 version=$(run_python "$dest.tmp" -c 'import moto, moto.server; print(moto.__version__)')
-echo ">> moto $version" >&2
+echo ">> moto $version, $(run_python "$dest.tmp" "$dest.tmp/usr/bin/aws" --version)" >&2
 echo "$version" >"$dest.tmp/.moto-version"
 rm -rf "$dest" && mv "$dest.tmp" "$dest"
 echo ">> moto root ready in $((SECONDS - start))s ($(du -sh "$dest" | cut -f1))" >&2
