@@ -23,7 +23,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // TransformStorageBucket strips from cached StorageBuckets what no reconcile reads:
 // managedFields and kubectl's last-applied copy. StorageBuckets are only ever patched,
 // never updated from the cache, so what is dropped here is never written back. The
-// strings many buckets repeat are shared (cache_intern.go).
+// strings many buckets repeat are shared (intern.go).
 func TransformStorageBucket() toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		if sb, ok := in.(*bkv1.StorageBucket); ok {

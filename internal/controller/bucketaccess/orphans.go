@@ -12,7 +12,7 @@ import (
 // This file decides, for one IAM user listed on one store, whether the collector may
 // delete it. The decision is a pure function of the user's name, the store and what
 // the API server says of the cluster's BucketAccesses and StorageBuckets, so it can be
-// tested as a table (bucketaccess_orphans_test.go); bucketaccess_collector.go feeds it.
+// tested as a table (orphans_test.go); collector.go feeds it.
 
 // userVerdict is what the collector does with one listed user.
 type userVerdict int

@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileSuspended(ctx context.Context, sb *bkv1.StorageBuc
 // established. The summary conditions are computed from whatever they reached.
 func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if result, done := r.probeOnly(ctx, sb, patcher); done {
-		return result, nil // nothing but the probe can have changed (storagebucket_probeonly.go)
+		return result, nil // nothing but the probe can have changed (probeonly.go)
 	}
 	if reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionSuspended) != nil {
 		// Resumed: the Reconciling=False of the suspension no longer holds; this pass
