@@ -36,8 +36,8 @@ version_of() {
 # decides how it is built (wrapper module, shared lifeline module, Go version).
 key_of() {
 	local peer=$1 sum
-	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then # no Go: the script (and its package list) decides it
-		sum=$(sha256sum <"$here/$peer-root.sh" | cut -c1-12)
+	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then # no Go: the scripts (and the package list) decide it
+		sum=$(cat "$here/$peer-root.sh" "$here/debian-root.sh" | sha256sum | cut -c1-12)
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
 	fi

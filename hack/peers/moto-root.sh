@@ -12,40 +12,27 @@
 #                                  `aws --version` work
 #
 # build.sh calls it for the peer `moto` under its lock and keys DEST by MOTO_SUITE and a
-# hash of this script (which holds the package list). The mirror is the machine's own
+# hash of this script (which holds the package list) and debian-root.sh. The mirror is the machine's own
 # Debian mirror as apt is configured (BUCKETKEEPER_DEBIAN_MIRROR overrides it).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=debian-root.sh
+source "$here/debian-root.sh"
 dest=${1:?usage: moto-root.sh DEST}
 
 # moto and what its server mode needs beyond moto's own dependencies (Flask is only
 # recommended by the package), and the aws CLI.
 packages=python3-moto,python3-flask,python3-flask-cors,awscli
 
-if ! command -v mmdebstrap >/dev/null; then
-	echo ">> installing mmdebstrap from Debian" >&2
-	apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >&2
-fi
-
-debian_mirror() {
-	if [ -n "${BUCKETKEEPER_DEBIAN_MIRROR:-}" ]; then
-		echo "$BUCKETKEEPER_DEBIAN_MIRROR"
-		return
-	fi
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -v '^[[:space:]]*#' | grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | grep -v security | head -n1 | tr -d ' ' || true
-}
-
 # run_python runs the root's python3 as testenv does: the root's loader and libraries,
 # and PYTHONHOME in the root so the root's standard library and packages are used.
 run_python() {
 	local root=$1 loader lib
 	shift
-	loader=$(echo "$root"/usr/lib/*-linux-gnu/ld-linux*.so.*)
+	loader=$(root_loader "$root")
 	lib=$(dirname "$loader")
 	PYTHONHOME="$root/usr" PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 \
 		"$loader" --library-path "$lib" "$root/usr/bin/python3" "$@"
@@ -54,14 +41,7 @@ run_python() {
 start=$SECONDS
 echo ">> unpacking the moto and aws CLI root from Debian $MOTO_SUITE (first run only: about two minutes, ~90 MB download)" >&2
 rm -rf "$dest.tmp"
-mirror=$(debian_mirror)
-mmdebstrap --quiet --variant=extract --skip=chroot/mount \
-	--aptopt='Acquire::Check-Valid-Until "false"' \
-	--aptopt='APT::Install-Recommends "false"' \
-	--include="$packages" \
-	"$MOTO_SUITE" "$dest.tmp" ${mirror:+"$mirror"} >&2
-rm -rf "$dest.tmp"/var/cache/apt/archives/*.deb "$dest.tmp"/var/lib/apt/lists/* \
-	"$dest.tmp"/usr/share/{doc,man,info,locale,lintian}
+unpack_root "$MOTO_SUITE" "$dest.tmp" "$packages"
 
 version=$(run_python "$dest.tmp" -c 'import moto, moto.server; print(moto.__version__)')
 echo ">> moto $version, $(run_python "$dest.tmp" "$dest.tmp/usr/bin/aws" --version)" >&2

@@ -9,13 +9,15 @@
 #                                 complete), fail unless its radosgw is 19.2 or later
 #
 # build.sh calls it for the peer `rgw` under its lock and keys DEST by RGW_SUITE and a
-# hash of this script (which holds the package list). The mirror is the machine's own
+# hash of this script (which holds the package list) and debian-root.sh. The mirror is the machine's own
 # Debian mirror as apt is configured (BUCKETKEEPER_DEBIAN_MIRROR overrides it).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=debian-root.sh
+source "$here/debian-root.sh"
 dest=${1:?usage: rgw-root.sh DEST}
 
 # What the store needs: the gateway (with radosgw-admin), one monitor, one OSD.
@@ -24,30 +26,12 @@ packages=radosgw,ceph-mon,ceph-osd
 # Accounts (the IAM API on the S3 port) arrived in Squid, 19.2.
 min_major=19 min_minor=2
 
-if ! command -v mmdebstrap >/dev/null; then
-	echo ">> installing mmdebstrap from Debian" >&2
-	apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >&2
-fi
-
-# debian_mirror prints the mirror apt on this machine uses for Debian's main archive
-# (not the security one), or nothing, in which case mmdebstrap picks its default.
-debian_mirror() {
-	if [ -n "${BUCKETKEEPER_DEBIAN_MIRROR:-}" ]; then
-		echo "$BUCKETKEEPER_DEBIAN_MIRROR"
-		return
-	fi
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -v '^[[:space:]]*#' | grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | grep -v security | head -n1 | tr -d ' ' || true
-}
-
 # The root's own loader, with the root's libraries, runs the root's binaries, as
-# testenv does. (Not lib64/ld-linux-*.so.2: that is an absolute symlink, which
-# outside the root names the machine's own loader.)
+# testenv does.
 run_in_root() {
 	local root=$1 bin=$2 loader lib
 	shift 2
-	loader=$(echo "$root"/usr/lib/*-linux-gnu/ld-linux*.so.*)
+	loader=$(root_loader "$root")
 	lib=$(dirname "$loader")
 	"$loader" --library-path "$lib:$lib/ceph" "$root$bin" "$@"
 }
@@ -55,21 +39,7 @@ run_in_root() {
 start=$SECONDS
 echo ">> unpacking the Ceph RGW root from Debian $RGW_SUITE (first run only: minutes, ~250 MB download)" >&2
 rm -rf "$dest.tmp"
-mirror=$(debian_mirror)
-# The extract variant unpacks the packages and their dependencies and runs none of
-# their maintainer scripts (no users, services, triggers; no chroot, no mount):
-# testenv runs the binaries, nothing installs them. The testing suite's Release
-# file is often past its Valid-Until date on snapshot mirrors; its signature is
-# still checked.
-mmdebstrap --quiet --variant=extract --skip=chroot/mount \
-	--aptopt='Acquire::Check-Valid-Until "false"' \
-	--aptopt='APT::Install-Recommends "false"' \
-	--include="$packages" \
-	"$RGW_SUITE" "$dest.tmp" ${mirror:+"$mirror"} >&2
-# Downloaded packages, package lists, documentation, manuals and locales: nothing
-# reads them.
-rm -rf "$dest.tmp"/var/cache/apt/archives/*.deb "$dest.tmp"/var/lib/apt/lists/* \
-	"$dest.tmp"/usr/share/{doc,man,info,locale,lintian}
+unpack_root "$RGW_SUITE" "$dest.tmp" "$packages"
 
 version=$(run_in_root "$dest.tmp" /usr/bin/radosgw --version)
 echo ">> $version" >&2
