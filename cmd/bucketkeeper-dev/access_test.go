@@ -20,11 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -45,29 +42,13 @@ func assertSampleKeysScoped(t *testing.T, kubeconfig string, samples map[string]
 	if len(samples) < 2 {
 		t.Fatalf("need two samples with access to compare, have %v", samples)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	names := make([]string, 0, len(samples))
-	for k := range samples {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names, secrets := sampleSecrets(ctx, t, kubeconfig, samples)
 	keys := make([]sampleKey, 0, len(names))
 	for _, name := range names {
-		ns, n, _ := strings.Cut(name, "/")
-		secret := &corev1.Secret{}
-		if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: n + "-access"}, secret); err != nil {
-			t.Fatalf("%s: access Secret: %v", name, err)
-		}
+		secret := secrets[name]
 		k := sampleKey{sample: name, bucket: string(secret.Data[bkv1.AccessSecretKeyBucketName]), client: clientFromSecret(t, secret)}
 		if k.bucket != samples[name] {
 			t.Errorf("%s: Secret's %s = %q, the table shows bucket %q", name, bkv1.AccessSecretKeyBucketName, k.bucket, samples[name])
@@ -148,27 +129,11 @@ func assertAccessDenied(t *testing.T, what string, err error) {
 // v2.13 and later), and a listing of another sample's bucket refused AccessDenied.
 func assertAWSCLIWithTheSecret(t *testing.T, kubeconfig string, samples map[string]string) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	names := make([]string, 0, len(samples))
-	for k := range samples {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names, secrets := sampleSecrets(ctx, t, kubeconfig, samples)
 	own, other := names[0], names[1]
-	ns, n, _ := strings.Cut(own, "/")
-	secret := &corev1.Secret{}
-	if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: n + "-access"}, secret); err != nil {
-		t.Fatalf("%s: access Secret: %v", own, err)
-	}
+	secret := secrets[own]
 	var env []string
 	for k, v := range secret.Data {
 		env = append(env, k+"="+string(v))
@@ -207,4 +172,26 @@ func assertAWSCLIWithTheSecret(t *testing.T, kubeconfig string, samples map[stri
 	if err == nil || !strings.Contains(out, "AccessDenied") {
 		t.Fatalf("aws s3 ls of %s's bucket with %s's Secret: %v, want AccessDenied\n%s", other, own, err, out)
 	}
+}
+
+// sampleSecrets reads, through the dev kubeconfig, each sample's access Secret
+// <name>-access, and returns the samples' names sorted.
+func sampleSecrets(ctx context.Context, t *testing.T, kubeconfig string, samples map[string]string) ([]string, map[string]*corev1.Secret) {
+	t.Helper()
+	kube := kubeconfigClient(t, kubeconfig)
+	names := make([]string, 0, len(samples))
+	for k := range samples {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	secrets := make(map[string]*corev1.Secret, len(names))
+	for _, name := range names {
+		ns, n, _ := strings.Cut(name, "/")
+		secret := &corev1.Secret{}
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: n + "-access"}, secret); err != nil {
+			t.Fatalf("%s: access Secret: %v", name, err)
+		}
+		secrets[name] = secret
+	}
+	return names, secrets
 }

@@ -219,14 +219,7 @@ func waitFor(t *testing.T, lines <-chan string, re *regexp.Regexp, timeout time.
 // StorageBuckets through it.
 func assertKubeconfigWorks(t *testing.T, path string, want int) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubeconfigClient(t, path)
 	list := &bkv1.StorageBucketList{}
 	if err := c.List(context.Background(), list); err != nil {
 		t.Fatalf("list StorageBuckets with the kubeconfig: %v", err)
@@ -251,4 +244,18 @@ func assertNoPeerLeft(t *testing.T, data string) {
 			t.Errorf("process %d still running: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 	}
+}
+
+// kubeconfigClient is a client built from a kubeconfig file, as kubectl loads it.
+func kubeconfigClient(t *testing.T, path string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
