@@ -3,12 +3,15 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -17,6 +20,10 @@ import (
 // is killed: long enough for a clean shutdown, short enough for outage tests.
 const stopGrace = 5 * time.Second
 
+// crashReports is where an exit nobody asked for is reported: stderr, which go
+// test prints even for a test binary that passed.
+var crashReports io.Writer = os.Stderr
+
 // Process is one process a test (or the benchmark) started: a peer, or the operator's
 // own binary. Tests stop every one of them by PID, also when they fail.
 type Process struct {
@@ -24,6 +31,10 @@ type Process struct {
 	done chan struct{} // closed once the process has been reaped
 	err  error         // Wait's result, valid after done
 	log  *os.File
+	// stopping is set by Stop, Kill and Abort: an exit without it is a crash,
+	// which is reported on stderr at once with the log's tail. A peer that dies
+	// mid-suite otherwise shows only as "connection refused" in later tests.
+	stopping atomic.Bool
 }
 
 // StartProcess starts bin with its output appended to logPath (env nil: this process's
@@ -52,9 +63,14 @@ func StartProcess(bin string, args, env []string, dir, logPath string) (*Process
 		return nil, err
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{}), log: logf}
+	reports := crashReports
 	go func() {
 		p.err = cmd.Wait()
 		logf.Close()
+		if !p.stopping.Load() {
+			fmt.Fprintf(reports, "testenv: %s (PID %d) exited without being stopped (%v)\n--- tail of %s ---\n%s\n",
+				filepath.Base(bin), p.PID(), p.err, logPath, logTail(logPath))
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -76,6 +92,7 @@ func (p *Process) Exited() bool {
 // Kill sends SIGKILL to the process alone (a crash, for failover tests) and waits
 // until it is reaped.
 func (p *Process) Kill() {
+	p.stopping.Store(true)
 	_ = syscall.Kill(p.PID(), syscall.SIGKILL)
 	<-p.done
 }
@@ -83,6 +100,7 @@ func (p *Process) Kill() {
 // Abort sends SIGKILL to the process group at once and waits until the process is
 // reaped: for a process whose state is thrown away anyway.
 func (p *Process) Abort() {
+	p.stopping.Store(true)
 	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 	<-p.done
 }
@@ -90,6 +108,7 @@ func (p *Process) Abort() {
 // Stop sends SIGTERM to the process group, then SIGKILL after stopGrace, and waits
 // until the process is reaped. Calling it again is harmless.
 func (p *Process) Stop() error {
+	p.stopping.Store(true)
 	pgid := p.PID()
 	if !p.Exited() {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)

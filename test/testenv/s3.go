@@ -104,11 +104,14 @@ type S3Server struct {
 	bin     string
 	dir     string // everything this server owns lives here
 	logPath string
-	ports   map[string]int // named ports the process listens on
-	args    []string
-	env     []string
-	proc    *Process
-	closed  bool
+	// logStart is the log's size when the current process was started: what
+	// it wrote since then is read from here (the log keeps every start).
+	logStart int64
+	ports    map[string]int // named ports the process listens on
+	args     []string
+	env      []string
+	proc     *Process
+	closed   bool
 
 	// A helper process started before the main one (Versity's IAM service).
 	iamArgs []string
@@ -274,6 +277,10 @@ func (s *S3Server) startLocked() error {
 	if s.Kind == Moto {
 		bin = s.motoCmd // s.bin is the root
 	}
+	s.logStart = 0
+	if st, err := os.Stat(s.logPath); err == nil {
+		s.logStart = st.Size()
+	}
 	p, err := StartProcess(bin, s.args, s.env, s.dir, s.logPath)
 	if err != nil {
 		return errors.Join(err, s.stopIAMLocked())
@@ -319,12 +326,14 @@ func (s *S3Server) waitReady(p *Process) error {
 			o.Retryer = aws.NopRetryer{}
 		})
 		cancelProbe()
-		if err == nil {
+		if err == nil && s.serving() {
 			return nil
 		}
-		lastErr = err
+		if err != nil {
+			lastErr = err
+		}
 		if failed := s.startFailure(); failed != nil {
-			return fmt.Errorf("%v; last probe: %v", failed, lastErr)
+			return fmt.Errorf("%w; last probe: %v", failed, lastErr)
 		}
 		select {
 		case <-ctx.Done():
@@ -374,10 +383,24 @@ func (s *S3Server) stopProcess(p *Process) error {
 // startFailure returns why the main process, though still running, will never
 // serve (radosgw that could not bind its port exits only ~30 s later), or nil.
 func (s *S3Server) startFailure() error {
-	if s.Kind == RGW {
+	switch s.Kind {
+	case RGW:
 		return rgwStartFailure(s.logPath)
+	case SeaweedFS:
+		return weedStartFailure(logSince(s.logPath, s.logStart))
 	}
 	return nil
+}
+
+// serving reports whether the server, which already answered a signed request,
+// has started everything it will wait for: weed mini starts its admin server
+// last, and exits two minutes after start if that never answers (it could not
+// bind its port, say), long after the S3 port served the first request.
+func (s *S3Server) serving() bool {
+	if s.Kind == SeaweedFS {
+		return weedAdminReady(logSince(s.logPath, s.logStart))
+	}
+	return true
 }
 
 // Close stops the server and removes everything it created. It is idempotent.

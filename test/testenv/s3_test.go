@@ -168,6 +168,9 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	if _, err := admin.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatalf("bucket gone after failed start: %v", err)
 	}
+	if kind == testenv.SeaweedFS {
+		testWeedAdminPortTaken(t, s)
+	}
 	// The IAM API answers after the restarts, and its users survived them.
 	users, err := s.IAMClient().ListUsers(ctx, &iam.ListUsersInput{})
 	if err != nil {
@@ -205,6 +208,46 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 		if m, _ := filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", port)); len(m) > 0 {
 			t.Errorf("sockets left behind: %v", m)
 		}
+	}
+}
+
+// testWeedAdminPortTaken: weed mini checks its ports when it starts, but binds
+// the admin server's last, once S3 already serves, and exits two minutes later
+// when that bind failed. A start whose admin port is taken in between must fail
+// as a taken port does, not pass for ready and die mid-suite.
+func testWeedAdminPortTaken(t *testing.T, s *testenv.S3Server) {
+	t.Helper()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	adminAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Ports()["admin"])) // Start holds the server's lock
+	started := make(chan error, 1)
+	go func() { started <- s.Start() }()
+	// The progress board's first row comes after the port check; the admin
+	// binds after master, volume, filer and S3 answer (a second or more later).
+	var l net.Listener
+	for l == nil {
+		select {
+		case err := <-started:
+			t.Fatalf("Start returned %v before its port check passed", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		tail := s.LogTail()
+		if i := strings.LastIndex(tail, "\n=== "); i < 0 || !strings.Contains(tail[i:], "Master       starting") {
+			continue
+		}
+		var err error
+		if l, err = net.Listen("tcp", adminAddr); err != nil {
+			t.Fatalf("occupy the admin port after weed checked it: %v", err)
+		}
+	}
+	err := <-started
+	l.Close()
+	if err == nil || !strings.Contains(err.Error(), "port already in use") || !strings.Contains(err.Error(), "Admin server error") {
+		t.Fatalf("Start on an admin port taken after the check: got %v, want a port-in-use error naming the admin server", err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatalf("start after the admin port was freed: %v", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 )
 
 // weedPortNames are every TCP port `weed mini` opens once WebDAV, the Iceberg and
@@ -85,6 +87,33 @@ func (s *S3Server) configureWeed() error {
 		"-s3.localSocket=" + filepath.Join(s.dir, "s3.sock"),
 	}
 	s.env = childEnv(filepath.Join(s.dir, "tmp"))
+	return nil
+}
+
+// weedAdminReadyLine is the line weed mini's progress board prints (one per
+// transition when its stdout is no terminal) once its admin server and the
+// maintenance worker answer; nothing later in its start can fail.
+var weedAdminReadyLine = regexp.MustCompile(`(?m)^\s+Admin\s+ready\b`)
+
+// weedAdminReady reports whether log, what weed wrote since its latest start,
+// says its admin server is up.
+func weedAdminReady(log string) bool { return weedAdminReadyLine.MatchString(log) }
+
+// weedStartFailure returns why weed, though its S3 port may already serve,
+// will exit: its admin server failed (mini logs "Admin server error: ..." and
+// fatals two minutes later). A port taken by another process is a bind
+// conflict, which the start retries with fresh ports.
+func weedStartFailure(log string) error {
+	for _, line := range strings.Split(log, "\n") {
+		i := strings.Index(line, "Admin server error:")
+		if i < 0 {
+			continue
+		}
+		if bindConflict(line) {
+			return fmt.Errorf("%w: weed: %s", errBindConflict, line[i:])
+		}
+		return fmt.Errorf("weed: %s", line[i:])
+	}
 	return nil
 }
 

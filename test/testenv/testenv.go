@@ -227,6 +227,18 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// logSince returns what a log file holds from offset off on, at most 1 MiB: a
+// process's start, which comes first, fits well within it.
+func logSince(path string, off int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, 1<<20))
+	return string(b)
+}
+
 // logTail returns the last lines of a log file, for error messages.
 func logTail(path string) string {
 	const maxBytes = 6 << 10
