@@ -31,10 +31,12 @@ type Process struct {
 	done chan struct{} // closed once the process has been reaped
 	err  error         // Wait's result, valid after done
 	log  *os.File
-	// stopping is set by Stop, Kill and Abort: an exit without it is a crash,
-	// which is reported on stderr at once with the log's tail. A peer that dies
-	// mid-suite otherwise shows only as "connection refused" in later tests.
-	stopping atomic.Bool
+	// serving is set by Serving once the process was ready, stopping by Stop,
+	// Kill and Abort. An exit of a serving process nobody stopped is a crash,
+	// reported on stderr at once with the log's tail: a peer that dies mid-suite
+	// otherwise shows only as "connection refused" in later tests. (A start that
+	// fails is reported by the start's error; a tool is meant to exit.)
+	serving, stopping atomic.Bool
 }
 
 // StartProcess starts bin with its output appended to logPath (env nil: this process's
@@ -67,7 +69,7 @@ func StartProcess(bin string, args, env []string, dir, logPath string) (*Process
 	go func() {
 		p.err = cmd.Wait()
 		logf.Close()
-		if !p.stopping.Load() {
+		if p.serving.Load() && !p.stopping.Load() {
 			fmt.Fprintf(reports, "testenv: %s (PID %d) exited without being stopped (%v)\n--- tail of %s ---\n%s\n",
 				filepath.Base(bin), p.PID(), p.err, logPath, logTail(logPath))
 		}
@@ -75,6 +77,10 @@ func StartProcess(bin string, args, env []string, dir, logPath string) (*Process
 	}()
 	return p, nil
 }
+
+// Serving marks the process ready: from now on an exit nobody asked for is
+// reported as a crash.
+func (p *Process) Serving() { p.serving.Store(true) }
 
 // PID is the process's ID (and its process group's).
 func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -29,16 +29,29 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// A peer that dies on its own is reported at once with its log's tail; one the
-// test stopped is not.
+// A peer that dies on its own once it served is reported at once with its log's
+// tail; one the test stopped, or one that never served, is not.
 func TestProcessReportsAnExitNobodyAskedFor(t *testing.T) {
 	var reports lockedBuffer
 	crashReports = &reports
 	t.Cleanup(func() { crashReports = os.Stderr })
 	dir := t.TempDir()
 
-	crashed, err := StartProcess("/bin/sh", []string{"-c", "echo fatal: admin server did not become ready; exit 3"}, nil, dir, filepath.Join(dir, "crash.log"))
+	tool, err := StartProcess("/bin/sh", []string{"-c", "echo a tool, or a start that failed; exit 1"}, nil, dir, filepath.Join(dir, "tool.log"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	<-tool.done
+	if got := reports.String(); got != "" {
+		t.Errorf("a process never marked serving was reported: %q", got)
+	}
+
+	crashed, err := StartProcess("/bin/sh", []string{"-c", "until [ -e served ]; do sleep 0.01; done; echo fatal: admin server did not become ready; exit 3"}, nil, dir, filepath.Join(dir, "crash.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Serving()
+	if err := os.WriteFile(filepath.Join(dir, "served"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	<-crashed.done
@@ -53,6 +66,7 @@ func TestProcessReportsAnExitNobodyAskedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopped.Serving()
 	if err := stopped.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -302,6 +302,7 @@ func (s *S3Server) startLocked() error {
 		}
 		return fmt.Errorf("testenv: %s at %s: %w\n--- tail of %s ---\n%s", s.Kind, s.Endpoint, err, s.logPath, tail)
 	}
+	p.Serving()
 	return nil
 }
 

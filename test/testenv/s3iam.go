@@ -55,6 +55,7 @@ func (s *S3Server) startIAMLocked() error {
 		}
 		return fmt.Errorf("testenv: %s IAM service at %s: %w\n--- tail of %s ---\n%s", s.Kind, s.IAMEndpoint, err, s.iamLog, tail)
 	}
+	p.Serving()
 	return nil
 }
 

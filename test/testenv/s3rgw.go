@@ -206,6 +206,8 @@ func (s *S3Server) bootRGWCluster() error {
 		}
 		return errors.Join(err, s.stopRGWClusterLocked())
 	}
+	c.mon.Serving()
+	c.osd.Serving()
 	return nil
 }
 
