@@ -97,7 +97,7 @@ CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSends
 .PHONY: test
 test: ## Run every test against the real peers (built on first use).
 	@mkdir -p bin; hack/peers/build.sh >bin/peers.out 2>bin/peers.log & peers=$$!; \
-	rc=0; $(MAKE) --no-print-directory verify test-binaries || rc=$$?; \
+	rc=0; $(MAKE) --no-print-directory test-binaries-race verify test-binaries || rc=$$?; \
 	wait $$peers || { echo ">> building the peers failed:"; cat bin/peers.log; exit 1; }; \
 	cat bin/peers.log; [ $$rc = 0 ] || exit $$rc; \
 	bin=$$(tail -n1 bin/peers.out); export BUCKETKEEPER_PEERS_BIN=$$bin; \
@@ -112,6 +112,14 @@ test: ## Run every test against the real peers (built on first use).
 	    (cd bench && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
 	    exit $$rc' \
 	  fuzz '$(call fuzz_cmds,-parallel=1 $(TEST_VET))'
+
+# test-binaries-race compiles the race-instrumented packages first, beside kube-apiserver's
+# build: nothing else compiles them, while vet and the plain test binaries reuse much of what
+# kube-apiserver compiles (hack/peers/build.sh) once it has.
+.PHONY: test-binaries-race
+test-binaries-race:
+	@echo ">> compiling the race-instrumented test binaries"
+	@$(GO) list -export -test -race $(RACE_PKGS) >/dev/null
 
 # test-binaries compiles every package of the test binaries the suites run, one go command
 # at a time: the suites start side by side, and two go commands compiling the same packages

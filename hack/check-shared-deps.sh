@@ -12,6 +12,13 @@
 # the larger part of `make vet`. The fix is to raise the lower requirement:
 #   (cd MODULE && go get DEP@HIGHER) then go mod tidy in every module.
 #
+# The wrapper modules of kube-apiserver and etcd are in the list: hack/peers/build.sh
+# builds them with the flags our non-race builds use, so the packages they share with us
+# (k8s.io/*, grpc, otel, x/*) are compiled once on a cold cache, not twice. weed and
+# versitygw are not: weed builds on a grpc development snapshot none of our modules
+# should take, and versitygw shares little beyond the AWS SDK (their wrappers require
+# our versions where theirs were lower).
+#
 # Only dependencies that provide packages to more than one module's build (its packages
 # and their tests, as go list -deps -test sees them, and the operator's benchbaseline
 # build) are compared: a module that is only in one module's graph, or in two graphs but
@@ -20,15 +27,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${1:-${GO:-go}}
 
-# The operator's module and every nested module; "benchbaseline" adds that build of ours.
-modules=(. cmd/bucketkeeper-dev test/manifests bench hack/peers/lifeline)
+# The operator's module, every nested module and two peers; "benchbaseline" adds that build of ours.
+modules=(. cmd/bucketkeeper-dev test/manifests bench hack/peers/lifeline hack/peers/kube-apiserver hack/peers/etcd)
 ours=$(sed -n 's/^module //p' go.mod)
 
 list() { # MODULE [go list flags]: "MODULE DEP VERSION" for each dependency compiled
 	local m=$1
 	shift
 	(cd "$m" && "$GO" list -deps -test "$@" \
-		-f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{with .Replace}}=>{{.Path}}@{{.Version}}{{end}}{{end}}{{end}}' ./...) |
+		-f '{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Path}}@{{.Version}}{{else}}{{$.Module.Path}}@{{$.Module.Version}}{{end}}{{end}}{{end}}' ./...) |
 		awk -v m="$m" -v ours="$ours" 'NF && $1 != ours && index($1, ours "/") != 1 { print m, $1, $2 }'
 }
 

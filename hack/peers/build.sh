@@ -18,7 +18,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
-all_peers=(etcd kube-apiserver versitygw weed rgw moto)
+# kube-apiserver first: it compiles most of what the operator's own builds need (see
+# go_build), and those run beside the peers' build.
+all_peers=(kube-apiserver etcd versitygw weed rgw moto)
+
+# go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
+# own non-race builds (vet, the tests) compile with: the build cache keys a compiled
+# package by its flags, so kube-apiserver, etcd and our modules share the packages they
+# import at one version (k8s.io/*, grpc, otel, the AWS SDK...; the wrapper modules
+# require the operator's versions) instead of each compiling them. -trimpath or
+# CGO_ENABLED=0 here would make every one of them a different package to the cache.
+go_build=(env GOFLAGS=-mod=readonly go build)
 
 version_of() {
 	case $1 in
@@ -41,7 +51,7 @@ key_of() {
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
 	fi
-	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION) | sha256sum | cut -c1-12)
+	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION CGO_ENABLED; echo "${go_build[*]}") | sha256sum | cut -c1-12)
 	echo "$peer-$(version_of "$peer")-$sum"
 }
 
@@ -84,7 +94,7 @@ build_one() {
 		echo ">> building Versity S3 Gateway $VERSITYGW_VERSION (first run only: ~2 min)" >&2 ;;
 	esac
 	mkdir -p "$dest.tmp"
-	(cd "$here/$peer" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$dest.tmp/$peer" "$pkg") >&2
+	(cd "$here/$peer" && "${go_build[@]}" -ldflags "$ldflags" -o "$dest.tmp/$peer" "$pkg") >&2
 	rm -rf "$dest" && mv "$dest.tmp" "$dest"
 	echo ">> $peer ready in $((SECONDS - start))s" >&2
 }
