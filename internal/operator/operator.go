@@ -330,6 +330,10 @@ func storeLeases(mgr manager.Manager, opts Options) (*stores.Leases, error) {
 	}, nil
 }
 
+// The receiver is a Runnable that serves on every replica, not only on the leader (the
+// receiver package does not import controller-runtime to say so itself).
+var _ manager.LeaderElectionRunnable = (*receiver.Receiver)(nil)
+
 // setupReceiver adds the probe-request webhook when opts asks for it.
 func setupReceiver(mgr manager.Manager, opts Options) error {
 	if opts.ReceiverBindAddress == "" {
