@@ -14,7 +14,8 @@ import (
 // tableRows are the table's rows, in order.
 var tableRows = []string{
 	rowCreate, rowCreateOwnAgain, rowCreateOthers, rowOwners, rowTags, rowVersioning,
-	rowLifecycle, rowPublicAccessBlock, rowPolicy, rowVersions, rowUploads, rowOutage,
+	rowLifecycle, rowPublicAccessBlock, rowPolicy, rowVersions, rowUploads, rowHealth,
+	rowHealthBadKeys, rowOutage,
 }
 
 const (
@@ -29,6 +30,8 @@ const (
 	rowPolicy            = "Bucket policy"
 	rowVersions          = "Versions and delete markers listed (purge)"
 	rowUploads           = "Incomplete multipart uploads listed and aborted (purge)"
+	rowHealth            = "Store health check: ListBuckets asking for one bucket"
+	rowHealthBadKeys     = "Health check with a wrong secret, with an unknown key (CredentialsInvalid)"
 	rowOutage            = "Outage seen as unreachable, recovered after restart"
 )
 

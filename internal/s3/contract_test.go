@@ -87,6 +87,9 @@ type store struct {
 	c      Client
 	obs    *observed
 	expect expectations
+	// wrongSecretPing is the "wrong secret" case's health check answer, for the
+	// table row the "unknown access key" case completes.
+	wrongSecretPing string
 }
 
 // client builds another Client for this store with cfg modified.

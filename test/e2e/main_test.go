@@ -1,8 +1,8 @@
 // Package e2e_test runs bucketkeeper the way it is deployed: as a least-privileged
 // service account, as two replicas of the real binary sharing a lease, and as shards of
-// one cluster's buckets. One control plane and one SeaweedFS serve the whole package;
-// each test makes its own namespace and ObjectStore so they never see each other's
-// buckets.
+// one cluster's buckets. One control plane and SeaweedFS serve the whole package, and
+// the tenant suite runs on Versity and Ceph RGW too; each test makes its own namespace
+// and ObjectStore so they never see each other's buckets.
 package e2e_test
 
 import (
@@ -31,9 +31,11 @@ import (
 
 var (
 	// cfg is the envtest admin (system:masters); tests act as the platform team with it.
-	cfg     *rest.Config
-	k8s     client.Client
-	seaweed *testenv.S3Server
+	cfg *rest.Config
+	k8s client.Client
+	// seaweed serves every test; versity and rgw join it in the tests whose outcome
+	// the store decides (the tenant suite).
+	seaweed, versity, rgw *testenv.S3Server
 	// logs collects the in-process managers' logs; a failing test prints its share.
 	logs = &testenv.LogBuffer{}
 )
@@ -57,11 +59,21 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop("SeaweedFS", seaweed.Close)
+	if versity, err = testenv.StartS3(testenv.Versity); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("Versity", versity.Close)
+	if rgw, err = testenv.StartS3(testenv.RGW); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("Ceph RGW", rgw.Close)
 	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	return tenantTable.CheckAfterRun(m.Run(), tenantTableStores)
 }
 
 func stop(what string, f func() error) {
@@ -103,13 +115,14 @@ func startManager(t *testing.T, restCfg *rest.Config, opts operator.Options) man
 	return mgr
 }
 
-// fixture is one test's namespace, credentials Secret and ObjectStore on SeaweedFS.
+// fixture is one test's namespace, credentials Secret and ObjectStore on one server.
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
 	ns    string
 	store string
-	s3    s3.Client // SeaweedFS's admin, to check what really exists on the server
+	srv   *testenv.S3Server
+	s3    s3.Client // the server's admin, to check what really exists on it
 }
 
 // newFixture makes the namespace and the store; the credentials Secret lives in
@@ -118,6 +131,12 @@ type fixture struct {
 // policy, then deletes the store.
 func newFixture(t *testing.T, credsNamespace string, mutate ...func(*bkv1.ObjectStore)) *fixture {
 	t.Helper()
+	return newFixtureOn(t, seaweed, credsNamespace, mutate...)
+}
+
+// newFixtureOn is newFixture on the server srv.
+func newFixtureOn(t *testing.T, srv *testenv.S3Server, credsNamespace string, mutate ...func(*bkv1.ObjectStore)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
@@ -125,17 +144,17 @@ func newFixture(t *testing.T, credsNamespace string, mutate ...func(*bkv1.Object
 	if credsNamespace == "" {
 		credsNamespace = ns.Name
 	}
-	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name}
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, store: "store-" + ns.Name, srv: srv}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: credsNamespace, Name: "creds-" + ns.Name},
-		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: seaweed.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: seaweed.SecretAccessKey},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: srv.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: srv.SecretAccessKey},
 	}
 	must(t, k8s.Create(ctx, secret))
 	store := &bkv1.ObjectStore{
 		ObjectMeta: metav1.ObjectMeta{Name: f.store},
 		Spec: bkv1.ObjectStoreSpec{
-			Endpoint:             seaweed.Endpoint,
-			Region:               seaweed.Region,
+			Endpoint:             srv.Endpoint,
+			Region:               srv.Region,
 			ForcePathStyle:       true,
 			CredentialsSecretRef: &bkv1.SecretReference{Namespace: credsNamespace, Name: secret.Name},
 			HealthCheck:          bkv1.StoreHealthCheck{Interval: &metav1.Duration{Duration: 5 * time.Second}},
@@ -149,8 +168,8 @@ func newFixture(t *testing.T, credsNamespace string, mutate ...func(*bkv1.Object
 		f.cleanup()
 		_ = k8s.Delete(context.Background(), secret)
 	})
-	admin, err := s3.New(ctx, s3.Config{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true,
-		AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey})
+	admin, err := s3.New(ctx, s3.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
 	must(t, err)
 	f.s3 = admin
 	return f
@@ -196,7 +215,7 @@ func (f *fixture) cleanup() {
 }
 
 // bucket creates a StorageBucket probed every probeInterval whose bucket is deleted
-// with it, so tests leave nothing behind on SeaweedFS.
+// with it, so tests leave nothing behind on the store.
 func (f *fixture) bucket(name string, labels map[string]string) *bkv1.StorageBucket {
 	f.t.Helper()
 	sb := &bkv1.StorageBucket{

@@ -49,7 +49,7 @@ const adminObject = "terraform.tfstate"
 func newAdminBucket(t *testing.T, f *fixture, name string) *adminBucket {
 	t.Helper()
 	b := &adminBucket{name: name, tags: map[string]string{"owner": "platform"}, data: []byte(`{"serial": 42}`)}
-	must(t, f.s3.CreateBucket(f.ctx, name, seaweed.Region))
+	must(t, f.s3.CreateBucket(f.ctx, name, f.srv.Region))
 	must(t, f.s3.PutBucketTagging(f.ctx, name, b.tags))
 	must(t, f.s3.PutObject(f.ctx, name, adminObject, b.data))
 	t.Cleanup(func() {
@@ -89,8 +89,24 @@ func randomSuffix(t *testing.T) string {
 // buckets are unchanged; at the end no bucket on the store is tagged for a claim.
 func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 	startManager(t, cfg, operator.Options{})
+	onEveryStore(t, testTenantReachesOnlyItsOwnBuckets)
+}
+
+// onEveryStore runs test on each server in parallel subtests, under the manager the
+// parent started: what a tenant can reach depends on the store's answers (owners,
+// tags, policies).
+func onEveryStore(t *testing.T, test func(*testing.T, *testenv.S3Server)) {
+	for _, srv := range []*testenv.S3Server{seaweed, versity, rgw} {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			test(t, srv)
+		})
+	}
+}
+
+func testTenantReachesOnlyItsOwnBuckets(t *testing.T, srv *testenv.S3Server) {
 	prefix := "tn-" + randomSuffix(t)
-	f := newFixture(t, "", func(s *bkv1.ObjectStore) { s.Spec.BucketNamePrefix = prefix })
+	f := newFixtureOn(t, srv, "", func(s *bkv1.ObjectStore) { s.Spec.BucketNamePrefix = prefix })
 	tenant := asTenant(t, f)
 	inPrefix := newAdminBucket(t, f, naming.LaneStem(prefix, f.ns)+"tfstate") // in the tenant's lane: only adoption guards it
 	outside := newAdminBucket(t, f, "audit-"+randomSuffix(t))                 // outside the tenant's prefix
@@ -110,34 +126,35 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 	attempts := []struct {
 		name   string
 		reason string
+		row    string // of the README's tenant table; "" for none
 		spec   func(*bkv1.StorageBucket)
 	}{
-		{"adopt-if-unowned", bkv1.ReasonAdoptionNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"adopt-if-unowned", bkv1.ReasonAdoptionNotAllowed, rowTenantAdopt, func(sb *bkv1.StorageBucket) {
 			sb.Spec.BucketName, sb.Spec.Adoption, sb.Spec.DeletionPolicy = inPrefix.name, bkv1.AdoptionIfUnowned, bkv1.DeletionPolicyPurge
 		}},
-		{"adopt-never", bkv1.ReasonBucketNotOwned, func(sb *bkv1.StorageBucket) {
+		{"adopt-never", bkv1.ReasonBucketNotOwned, rowTenantAdopt, func(sb *bkv1.StorageBucket) {
 			sb.Spec.BucketName, sb.Spec.DeletionPolicy = inPrefix.name, bkv1.DeletionPolicyPurge
 		}},
-		{"forged-annotation", bkv1.ReasonBucketNotOwned, func(sb *bkv1.StorageBucket) {
+		{"forged-annotation", bkv1.ReasonBucketNotOwned, rowTenantAdopt, func(sb *bkv1.StorageBucket) {
 			sb.Annotations = map[string]string{"bucketkeeper.io/created-bucket": inPrefix.name}
 			sb.Spec.BucketName, sb.Spec.DeletionPolicy = inPrefix.name, bkv1.DeletionPolicyPurge
 		}},
-		{"forged-annotation-if-unowned", bkv1.ReasonAdoptionNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"forged-annotation-if-unowned", bkv1.ReasonAdoptionNotAllowed, rowTenantAdopt, func(sb *bkv1.StorageBucket) {
 			sb.Annotations = map[string]string{"bucketkeeper.io/created-bucket": inPrefix.name}
 			sb.Spec.BucketName, sb.Spec.Adoption, sb.Spec.DeletionPolicy = inPrefix.name, bkv1.AdoptionIfUnowned, bkv1.DeletionPolicyPurge
 		}},
-		{"outside-prefix", bkv1.ReasonBucketNameNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"outside-prefix", bkv1.ReasonBucketNameNotAllowed, rowTenantNames, func(sb *bkv1.StorageBucket) {
 			sb.Spec.BucketName, sb.Spec.Adoption, sb.Spec.DeletionPolicy = outside.name, bkv1.AdoptionIfUnowned, bkv1.DeletionPolicyPurge
 		}},
-		{"another-namespaces-derived-name", bkv1.ReasonBucketNameNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"another-namespaces-derived-name", bkv1.ReasonBucketNameNotAllowed, rowTenantNames, func(sb *bkv1.StorageBucket) {
 			sb.Spec.BucketName, sb.Spec.DeletionPolicy = naming.BucketName(prefix, "payroll", "ledger"), bkv1.DeletionPolicyPurge
 		}},
-		{"public-policy", bkv1.ReasonPublicAccessNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"public-policy", bkv1.ReasonPublicAccessNotAllowed, rowTenantPublic, func(sb *bkv1.StorageBucket) {
 			sb.Spec.Policy = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, public, naming.BucketName(prefix, sb.Namespace, sb.Name))}
 		}},
-		{"tag-charset", bkv1.ReasonInvalidTags, func(sb *bkv1.StorageBucket) { sb.Spec.Tags = map[string]string{"team": "<script>"} }},
-		{"public-access", bkv1.ReasonPublicAccessNotAllowed, func(sb *bkv1.StorageBucket) { sb.Spec.PublicAccess = bkv1.PublicAccessAllowed }},
-		{"policy-on-admin-bucket", bkv1.ReasonPolicyNotAllowed, func(sb *bkv1.StorageBucket) {
+		{"tag-charset", bkv1.ReasonInvalidTags, "", func(sb *bkv1.StorageBucket) { sb.Spec.Tags = map[string]string{"team": "<script>"} }},
+		{"public-access", bkv1.ReasonPublicAccessNotAllowed, rowTenantPublic, func(sb *bkv1.StorageBucket) { sb.Spec.PublicAccess = bkv1.PublicAccessAllowed }},
+		{"policy-on-admin-bucket", bkv1.ReasonPolicyNotAllowed, rowTenantPolicy, func(sb *bkv1.StorageBucket) {
 			sb.Spec.Policy = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, elsewhere, outside.name, outside.name)}
 		}},
 	}
@@ -149,8 +166,12 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 		must(t, tenant.Create(f.ctx, sb))
 		claims = append(claims, sb)
 	}
+	reasons := map[string][]string{} // per table row, as the claims' conditions said
 	for i, a := range attempts {
 		got := f.waitCondition(claims[i+1], bkv1.ConditionStalled, metav1.ConditionTrue, a.reason, 90*time.Second)
+		if a.row != "" {
+			reasons[a.row] = append(reasons[a.row], findCondition(got, bkv1.ConditionStalled).Reason)
+		}
 		if got.Status.BucketName != "" {
 			t.Errorf("%s: refused claim records bucket %q", a.name, got.Status.BucketName)
 		}
@@ -183,18 +204,32 @@ func TestTenantReachesOnlyItsOwnBuckets(t *testing.T) {
 	if len(claimed) != 0 {
 		t.Errorf("buckets still tagged for this namespace's deleted claims: %v", claimed)
 	}
+	if t.Failed() {
+		return
+	}
+	kind := srv.Kind
+	tenantTable.Set(t, kind, rowTenantAdopt, refusedCell(reasons[rowTenantAdopt], "the bucket's data and tags unchanged, no policy on it"))
+	tenantTable.Set(t, kind, rowTenantNames, refusedCell(reasons[rowTenantNames], "no bucket created, the named one unchanged"))
+	tenantTable.Set(t, kind, rowTenantPublic, refusedCell(reasons[rowTenantPublic], "no bucket created"))
+	tenantTable.Set(t, kind, rowTenantPolicy, refusedCell(reasons[rowTenantPolicy], "that bucket still without a policy"))
+	tenantTable.Set(t, kind, rowTenantPurge, "the platform team's buckets as they were; none tagged for a claim")
 }
 
 // TestAdoptionGuardrail: adoption is off until the platform team selects the namespace
 // in guardrails.adoptionAllowedNamespaces; then the same claim adopts the bucket.
 func TestAdoptionGuardrail(t *testing.T) {
 	startManager(t, cfg, operator.Options{})
+	onEveryStore(t, testAdoptionGuardrail)
+}
+
+func testAdoptionGuardrail(t *testing.T, srv *testenv.S3Server) {
 	prefix := "ad-" + randomSuffix(t)
-	f := newFixture(t, "", func(s *bkv1.ObjectStore) {
+	f := newFixtureOn(t, srv, "", func(s *bkv1.ObjectStore) {
 		s.Spec.BucketNamePrefix = prefix
 		s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"platform.example.com/adopt": "true"}}
-		// SeaweedFS's ACLs name the operator's account, not the identity ListBuckets names.
-		s.Spec.Guardrails.AdoptionBucketOwner = seaweed.BucketOwnerID
+		// SeaweedFS's and RGW's ACLs name the operator's account, not the identity
+		// ListBuckets names (empty on Versity, where the two agree).
+		s.Spec.Guardrails.AdoptionBucketOwner = srv.BucketOwnerID
 	})
 	tenant := asTenant(t, f)
 	legacy := newAdminBucket(t, f, naming.LaneStem(prefix, f.ns)+"legacy")
@@ -224,6 +259,14 @@ func TestAdoptionGuardrail(t *testing.T) {
 		t.Errorf("adopted bucket lost its data on Retain: %q, %v", data, err)
 	}
 	_ = f.s3.DeleteBucketTagging(f.ctx, legacy.name)
+	if t.Failed() {
+		return
+	}
+	owner := "ListBuckets' owner for the operator's key"
+	if srv.BucketOwnerID != "" {
+		owner = "`adoptionBucketOwner`, the account the bucket's ACL names"
+	}
+	tenantTable.Set(t, srv.Kind, rowAdoptGranted, "adopted, its owner checked against "+owner+"; released with its data on Retain")
 }
 
 func findCondition(sb *bkv1.StorageBucket, typ string) *metav1.Condition {

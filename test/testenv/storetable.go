@@ -98,33 +98,62 @@ func (tb *StoreTable) Render(kinds []S3Kind) string {
 // Check holds the rendered table against the README (or writes it there). A partial
 // or failed run says nothing about the table and checks nothing.
 func (tb *StoreTable) Check(t *testing.T, kinds []S3Kind) {
-	table := tb.Render(kinds)
-	if table == "" || t.Failed() {
+	if t.Failed() {
 		return
+	}
+	written, err := tb.check(kinds)
+	if written {
+		t.Logf("README.md's %s store table written from what the stores answered", tb.name)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// CheckAfterRun is Check for a table whose rows several tests fill, called by TestMain
+// after m.Run: code is m.Run's result, and a failed run checks nothing (its cells may
+// be FAILED). It returns the code TestMain should exit with.
+func (tb *StoreTable) CheckAfterRun(code int, kinds []S3Kind) int {
+	if code != 0 {
+		return code
+	}
+	written, err := tb.check(kinds)
+	if written {
+		fmt.Printf("README.md's %s store table written from what the stores answered\n", tb.name)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// check compares the rendered table with the README's, writing it there when asked
+// (written reports that); a partial run (a row without a store's cell) checks nothing.
+func (tb *StoreTable) check(kinds []S3Kind) (written bool, err error) {
+	table := tb.Render(kinds)
+	if table == "" {
+		return false, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
-		t.Fatal(err)
+		return false, err
 	}
 	path := filepath.Join(root, "README.md")
 	readme, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return false, err
 	}
 	before, rest, ok1 := strings.Cut(string(readme), tb.begin()+"\n")
 	committed, after, ok2 := strings.Cut(rest, tb.end())
 	if !ok1 || !ok2 {
-		t.Fatalf("README.md has no store table between %q and %q", tb.begin(), tb.end())
+		return false, fmt.Errorf("README.md has no store table between %q and %q", tb.begin(), tb.end())
 	}
 	if committed == table {
-		return
+		return false, nil
 	}
 	if os.Getenv(UpdateStoreTableEnv) == "1" {
-		if err := os.WriteFile(path, []byte(before+tb.begin()+"\n"+table+tb.end()+after), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("README.md's %s store table written from what the stores answered", tb.name)
-		return
+		return true, os.WriteFile(path, []byte(before+tb.begin()+"\n"+table+tb.end()+after), 0o644)
 	}
-	t.Errorf("README.md's %s store table differs from what the stores answered (make store-table writes it):\n--- committed\n%s--- observed\n%s", tb.name, committed, table)
+	return false, fmt.Errorf("README.md's %s store table differs from what the stores answered (make store-table writes it):\n--- committed\n%s--- observed\n%s", tb.name, committed, table)
 }
