@@ -9,7 +9,10 @@ RACE_PKGS := ./internal/... ./cmd/...
 # Generated files that `make verify` checks are up to date.
 GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds \
 	charts/bucketkeeper/files
-TEST_FLAGS ?= -count=1 -timeout 30m
+# -ldflags=-w: test binaries without DWARF link about a quarter faster (the race-built
+# controller suite: 7.7 s instead of 10 s), and make test links about thirty of them each
+# run; stack traces come from the symbol table, which stays.
+TEST_FLAGS ?= -count=1 -timeout 30m -ldflags=-w
 # make test vets every module (go vet, all its analyzers) before any test runs, so its go
 # test commands leave out go test's own vet: a subset of the same analyzers, which go test
 # runs again on every dependency too (for their facts), once for each way the packages are
