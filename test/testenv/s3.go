@@ -327,11 +327,13 @@ func (s *S3Server) waitReady(p *Process) error {
 			o.Retryer = aws.NopRetryer{}
 		})
 		cancelProbe()
-		if err == nil && s.serving() {
-			return nil
-		}
-		if err != nil {
+		switch {
+		case err != nil:
 			lastErr = err
+		case s.serving():
+			return nil
+		default:
+			lastErr = errors.New("S3 answers, but the server has not started everything yet (weed: its admin server)")
 		}
 		if failed := s.startFailure(); failed != nil {
 			return fmt.Errorf("%w; last probe: %v", failed, lastErr)
