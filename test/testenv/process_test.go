@@ -1,38 +1,17 @@
 package testenv
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// lockedBuffer is a bytes.Buffer that the reaping goroutine may write while the
-// test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A peer that dies on its own once it served is reported at once with its log's
 // tail; one the test stopped, or one that never served, is not.
 func TestProcessReportsAnExitNobodyAskedFor(t *testing.T) {
-	var reports lockedBuffer
+	var reports LogBuffer
 	crashReports = &reports
 	t.Cleanup(func() { crashReports = os.Stderr })
 	dir := t.TempDir()
