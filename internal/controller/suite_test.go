@@ -90,26 +90,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if seaweed, err = testenv.StartS3(testenv.SeaweedFS); err != nil {
+	servers, closeServers, err := testenv.StartS3Servers(testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer stop("SeaweedFS", seaweed.Close)
-	if versity, err = testenv.StartS3(testenv.Versity); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop("Versity", versity.Close)
-	if rgw, err = testenv.StartS3(testenv.RGW); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop("Ceph RGW", rgw.Close)
-	if moto, err = testenv.StartS3(testenv.Moto); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop("moto", moto.Close)
+	defer closeServers()
+	seaweed, versity, rgw, moto = servers[0], servers[1], servers[2], servers[3]
 
 	if k8sWatch, err = client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -54,21 +54,13 @@ func run(m *testing.M) int {
 	}
 	defer stop("control plane", cp.Stop)
 	cfg = cp.Config
-	if seaweed, err = testenv.StartS3(testenv.SeaweedFS); err != nil {
+	servers, closeServers, err := testenv.StartS3Servers(testenv.SeaweedFS, testenv.Versity, testenv.RGW)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer stop("SeaweedFS", seaweed.Close)
-	if versity, err = testenv.StartS3(testenv.Versity); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop("Versity", versity.Close)
-	if rgw, err = testenv.StartS3(testenv.RGW); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop("Ceph RGW", rgw.Close)
+	defer closeServers()
+	seaweed, versity, rgw = servers[0], servers[1], servers[2]
 	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

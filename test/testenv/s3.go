@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,29 @@ func NewS3(tb testing.TB, kind S3Kind) *S3Server {
 		}
 	})
 	return s
+}
+
+// StartS3Servers is StartS3 for a suite's TestMain: it starts one server of each kind,
+// in order, and returns them with a close that stops them all (reporting on stderr what
+// did not stop cleanly). On error it closes those it started.
+func StartS3Servers(kinds ...S3Kind) ([]*S3Server, func(), error) {
+	var servers []*S3Server
+	closeAll := func() {
+		for _, s := range slices.Backward(servers) {
+			if err := s.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping %s: %v\n", s.Kind, err)
+			}
+		}
+	}
+	for _, kind := range kinds {
+		s, err := StartS3(kind)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		servers = append(servers, s)
+	}
+	return servers, closeAll, nil
 }
 
 // configure picks ports, writes config files and builds the command line.
