@@ -412,7 +412,7 @@ func (s *S3Server) stopProcess(p *Process) error {
 func (s *S3Server) startFailure() error {
 	switch s.Kind {
 	case RGW:
-		return rgwStartFailure(s.logPath)
+		return rgwStartFailure(logSince(s.logPath, s.logStart))
 	case SeaweedFS:
 		return weedStartFailure(logSince(s.logPath, s.logStart))
 	}

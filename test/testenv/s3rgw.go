@@ -358,18 +358,14 @@ func (s *S3Server) ClusterPIDs() []int {
 	return pids
 }
 
-// rgwStartFailure reads the gateway's log since its latest start and returns an
+// rgwStartFailure reads log, what the gateway wrote since its latest start, and returns an
 // error when its frontend failed (a taken port: "failed to bind address ...:
 // Address already in use"), which the gateway outlives by ~30 s.
-func rgwStartFailure(logPath string) error {
-	tail := logTail(logPath)
-	if i := strings.LastIndex(tail, "\n=== "); i >= 0 { // StartProcess's header of the latest start
-		tail = tail[i:]
-	}
-	if !strings.Contains(tail, "failed initializing frontend") {
+func rgwStartFailure(log string) error {
+	if !strings.Contains(log, "failed initializing frontend") {
 		return nil
 	}
-	for _, line := range strings.Split(tail, "\n") {
+	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, "failed to bind") {
 			return fmt.Errorf("radosgw: %s", line[strings.Index(line, "failed to bind"):])
 		}
