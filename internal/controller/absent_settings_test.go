@@ -151,6 +151,20 @@ func (f *fixture) updateSpec(sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBu
 	return gen
 }
 
+// updateStore changes the fixture's ObjectStore spec, retrying on conflicts with the
+// ObjectStore controller's status writes.
+func (f *fixture) updateStore(mutate func(*bkv1.ObjectStoreSpec)) {
+	f.t.Helper()
+	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		store := &bkv1.ObjectStore{}
+		if err := k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store); err != nil {
+			return err
+		}
+		mutate(&store.Spec)
+		return k8s.Update(f.ctx, store)
+	}))
+}
+
 // TestAdoptionKeepsForeignConfiguration: adopting a bucket keeps its policy, lifecycle
 // rules and cost tags; spec tags are added and the ownership tags set. A spec naming a
 // key the bucket had overrides it, and dropping what the spec applied removes exactly

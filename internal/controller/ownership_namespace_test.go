@@ -114,14 +114,7 @@ func TestRecycledNamespaceDoesNotInheritRetainedBuckets(t *testing.T) {
 	assertUnchanged()
 
 	// Handed over on purpose by the store admin.
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		store := &bkv1.ObjectStore{}
-		if err := k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store); err != nil {
-			return err
-		}
-		store.Spec.Guardrails.AllowRebindToRecreatedNamespace = true
-		return k8s.Update(f.ctx, store)
-	}))
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) { s.Guardrails.AllowRebindToRecreatedNamespace = true })
 	bound := f.waitCondition(second, bkv1.ConditionReady, metav1.ConditionTrue, "")
 	if bound.Status.BucketName != bucket {
 		t.Fatalf("bound bucket %q, want the retained %q", bound.Status.BucketName, bucket)

@@ -186,10 +186,9 @@ func TestDueProbeIsOneHead(t *testing.T) {
 
 	// The store changes between probes (a namespace selector that leaves this one
 	// out): the full pass refuses, and the probe sends nothing.
-	store := &bkv1.ObjectStore{}
-	must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store))
-	store.Spec.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"test.bucketkeeper.io/never": "true"}}
-	must(t, k8s.Update(f.ctx, store))
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) {
+		s.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"test.bucketkeeper.io/never": "true"}}
+	})
 	clk.Step(2 * interval)
 	h.reconcile(f, sb)
 	if calls, _, _ := h.take(); len(calls) != 0 {
@@ -198,9 +197,7 @@ func TestDueProbeIsOneHead(t *testing.T) {
 	if c := findCond(f.get(sb), bkv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != bkv1.ReasonNamespaceNotAllowed {
 		t.Fatalf("store change: %s", describe(f.get(sb).Status.Conditions))
 	}
-	must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store))
-	store.Spec.AllowedNamespaces = nil
-	must(t, k8s.Update(f.ctx, store))
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) { s.AllowedNamespaces = nil })
 	f.waitStoreCondition(bkv1.ConditionReady, metav1.ConditionTrue)
 	h.reconcileUntil(f, sb, "Ready again once the store allows the namespace", lastVerifiedReady)
 

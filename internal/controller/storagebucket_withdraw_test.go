@@ -6,8 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
@@ -36,14 +34,7 @@ func TestSuspendDoesNotExemptFromGuardrails(t *testing.T) {
 
 			f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) { s.Suspend = true })
 			f.waitCondition(sb, bkv1.ConditionSuspended, metav1.ConditionTrue, bkv1.ReasonSuspended)
-			must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				store := &bkv1.ObjectStore{}
-				if err := k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store); err != nil {
-					return err
-				}
-				store.Spec.Guardrails.AllowPublicBuckets = false
-				return k8s.Update(f.ctx, store)
-			}))
+			f.updateStore(func(s *bkv1.ObjectStoreSpec) { s.Guardrails.AllowPublicBuckets = false })
 
 			got := f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonPublicAccessNotAllowed)
 			if c := findCond(got, bkv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != bkv1.ReasonPublicAccessNotAllowed {
