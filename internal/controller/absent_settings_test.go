@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,29 +139,17 @@ func expectRules(t *testing.T, got []s3.LifecycleRule, want ...s3.LifecycleRule)
 // and returns the new generation.
 func (f *fixture) updateSpec(sb *bkv1.StorageBucket, mutate func(*bkv1.StorageBucketSpec)) int64 {
 	f.t.Helper()
-	var gen int64
-	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := f.get(sb)
-		mutate(&cur.Spec)
-		err := k8s.Update(f.ctx, cur)
-		gen = cur.Generation
-		return err
-	}))
-	return gen
+	cur := sb.DeepCopy()
+	f.update(k8s, cur, func() { mutate(&cur.Spec) })
+	return cur.Generation
 }
 
 // updateStore changes the fixture's ObjectStore spec, retrying on conflicts with the
 // ObjectStore controller's status writes.
 func (f *fixture) updateStore(mutate func(*bkv1.ObjectStoreSpec)) {
 	f.t.Helper()
-	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		store := &bkv1.ObjectStore{}
-		if err := k8s.Get(f.ctx, client.ObjectKey{Name: f.store}, store); err != nil {
-			return err
-		}
-		mutate(&store.Spec)
-		return k8s.Update(f.ctx, store)
-	}))
+	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}
+	f.update(k8s, store, func() { mutate(&store.Spec) })
 }
 
 // TestAdoptionKeepsForeignConfiguration: adopting a bucket keeps its policy, lifecycle

@@ -131,8 +131,6 @@ func TestVersityReportsUnsupportedSettings(t *testing.T) {
 	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "partial-bucket"}, secret))
 
 	// Without the unsupported setting, the same bucket becomes Ready on Versity.
-	latest := f.get(sb)
-	latest.Spec.Lifecycle = nil
-	must(t, k8s.Update(f.ctx, latest))
+	f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) { s.Lifecycle = nil })
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 }

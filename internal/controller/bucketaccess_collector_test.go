@@ -86,9 +86,7 @@ func TestAccessCollectorRevokesOnTheStoreAnAccessLeft(t *testing.T) {
 	first := f.secretClient("app-creds")
 	must(t, first.c.PutObject(f.ctx, here, "x", []byte("x")))
 
-	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(ba), ba))
-	ba.Spec.Buckets = []bkv1.BucketGrant{{Name: "away"}}
-	must(t, k8s.Update(f.ctx, ba))
+	f.update(k8s, ba, func() { ba.Spec.Buckets = []bkv1.BucketGrant{{Name: "away"}} })
 	f.eventually(90*time.Second, "the access issued on "+there, func() error {
 		got := &bkv1.BucketAccess{}
 		must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(ba), got))

@@ -396,9 +396,7 @@ func TestStorageBucketImplicitAccess(t *testing.T) {
 	key := f.secretClient("uploads-access")
 	must(t, key.c.PutObject(f.ctx, sb.Status.BucketName, "file", []byte("x")))
 
-	must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), sb))
-	sb.Spec.Access = "None"
-	must(t, k8s.Update(f.ctx, sb))
+	f.update(k8s, sb, func() { sb.Spec.Access = "None" })
 	f.waitGone(ba)
 	f.waitKeyRejected(key, sb.Status.BucketName)
 }

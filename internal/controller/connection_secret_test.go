@@ -85,11 +85,10 @@ func TestConnectionSecretReachesPrivateStore(t *testing.T) {
 	}
 
 	// A store with neither: virtual-hosted style is said explicitly, no CA key.
-	latest := &bkv1.ObjectStore{}
-	must(t, k8s.Get(f.ctx, types.NamespacedName{Name: f.store}, latest))
-	latest.Spec.CABundle = ""
-	latest.Spec.InsecureSkipTLSVerify = true
-	must(t, k8s.Update(f.ctx, latest))
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) {
+		s.CABundle = ""
+		s.InsecureSkipTLSVerify = true
+	})
 	f.eventually(time.Minute, "the connection Secret to drop the CA bundle", func() error {
 		s := &corev1.Secret{}
 		if err := k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "private-bucket"}, s); err != nil {

@@ -192,9 +192,8 @@ func TestDeletionWhenTheStoreRefusesUs(t *testing.T) {
 		}
 		return nil
 	})
-	cur := f.get(doomed)
-	cur.Annotations = map[string]string{bkv1.AnnotationDeletionPolicy: bkv1.DeletionPolicyOrphan}
-	must(t, k8s.Update(f.ctx, cur))
+	cur := doomed.DeepCopy()
+	f.update(k8s, cur, func() { cur.Annotations = map[string]string{bkv1.AnnotationDeletionPolicy: bkv1.DeletionPolicyOrphan} })
 	f.waitGone(doomed)
 	for _, b := range []string{keptBucket, doomedBucket} {
 		if _, err := f.admin.HeadBucket(f.ctx, b); err != nil {

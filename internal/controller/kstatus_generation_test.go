@@ -46,9 +46,7 @@ func TestKstatusFollowsTheGeneration(t *testing.T) {
 		t.Fatalf("kstatus of a Ready bucket = %s (%s), want Current", res.Status, res.Message)
 	}
 
-	cur := f.get(sb)
-	cur.Spec.Tags = map[string]string{"team": "b"}
-	must(t, k8s.Update(f.ctx, cur))
+	f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) { s.Tags = map[string]string{"team": "b"} })
 	changed := f.get(sb)
 	if changed.Status.ObservedGeneration >= changed.Generation {
 		t.Fatalf("observedGeneration %d, generation %d: the change was observed without a reconcile", changed.Status.ObservedGeneration, changed.Generation)

@@ -185,15 +185,12 @@ func TestObjectStoreReadyGauge(t *testing.T) {
 	waitStore(f, bkv1.ReasonStoreUnreachable)
 	wantReady(0)
 
-	s := &bkv1.ObjectStore{}
-	must(t, k8s.Get(f.ctx, objKey(&bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}), s))
-	s.Spec.Endpoint = seaweed.Endpoint
-	must(t, k8s.Update(f.ctx, s))
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) { s.Endpoint = seaweed.Endpoint })
 	waitStore(f, bkv1.ReasonReady)
 	wantReady(1)
 
 	f.deleteStore()
-	f.waitGone(s)
+	f.waitGone(&bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}})
 	f.eventually(30*time.Second, "the store's series to go with it", func() error {
 		if v, ok := series(t, metrics.ObjectStoreReady, store); ok {
 			return errf("still there: %v", v)

@@ -84,10 +84,8 @@ func testTenantPolicyAttacks(t *testing.T, server *testenv.S3Server) {
 	}
 	for _, a := range attacks {
 		before := requests.snapshot(f.store)
-		latest := &bkv1.StorageBucket{}
-		must(t, tenant.Get(f.ctx, client.ObjectKeyFromObject(sb), latest))
-		latest.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(a.policy)}
-		must(t, tenant.Update(f.ctx, latest))
+		latest := sb.DeepCopy()
+		f.update(tenant, latest, func() { latest.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(a.policy)} })
 		got := f.waitStalled(sb, bkv1.ReasonPolicyNotAllowed, a.names)
 		t.Logf("%s: %s", a.name, findCond(got, bkv1.ConditionStalled).Message)
 
@@ -108,10 +106,8 @@ func testTenantPolicyAttacks(t *testing.T, server *testenv.S3Server) {
 	// written: Versity refuses "s3:getobject", which AWS would take.)
 	fixed := fmt.Sprintf(`{"Statement":[%s,{"Effect":"Allow","Sid":"Readers","Action":["s3:GetObject","s3:ListBucket"],"Principal":{"AWS":[%q]},`+
 		`"Resource":["arn:aws:s3:::%s/*","arn:aws:s3:::%[3]s"]}],"Version":"2012-10-17"}`, keep, principalOf(server), bucket)
-	latest := &bkv1.StorageBucket{}
-	must(t, tenant.Get(f.ctx, client.ObjectKeyFromObject(sb), latest))
-	latest.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(fixed)}
-	must(t, tenant.Update(f.ctx, latest))
+	latest := sb.DeepCopy()
+	f.update(tenant, latest, func() { latest.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(fixed)} })
 	f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	f.assertStorePolicy(bucket, canonicalPolicy(t, fixed, bucket))
 	assertNoAnonymousRead(t, server, bucket, "public/report.csv")

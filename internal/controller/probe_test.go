@@ -235,9 +235,7 @@ func TestProbeRequestAnnotationProbesOnce(t *testing.T) {
 		t.Fatalf("the annotation caused %d probes of %s, want exactly 1", n, sb.Name)
 	}
 
-	cur := f.get(sb)
-	cur.Spec.Probe.Timeout = &metav1.Duration{Duration: 4 * time.Second}
-	must(t, k8s.Update(f.ctx, cur))
+	f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) { s.Probe.Timeout = &metav1.Duration{Duration: 4 * time.Second} })
 	f.waitCondition(sb, bkv1.ConditionAvailable, metav1.ConditionTrue, bkv1.ReasonProbeSucceeded)
 	if n := f.probes() - before; n != 2 {
 		t.Fatalf("the annotation and then a spec change caused %d probes of %s, want exactly 2", n, sb.Name)

@@ -187,11 +187,11 @@ func testDriftIsCorrected(t *testing.T, srv *testenv.S3Server) {
 	})
 
 	// Removing settings from the spec removes them from the bucket.
-	latest := f.get(sb)
-	latest.Spec.Tags = nil
-	latest.Spec.Lifecycle = nil
-	latest.Spec.Policy = nil
-	must(t, k8s.Update(f.ctx, latest))
+	f.updateSpec(sb, func(s *bkv1.StorageBucketSpec) {
+		s.Tags = nil
+		s.Lifecycle = nil
+		s.Policy = nil
+	})
 	f.eventually(30*time.Second, "removed settings to disappear", func() error {
 		return checkBucket(f, bucket, s3.VersioningEnabled, "", 0, false)
 	})

@@ -114,10 +114,8 @@ func TestObjectStoreKstatus(t *testing.T) {
 	}
 
 	// Fixed, a stalled store drops Stalled and is Current again.
-	fixed := &bkv1.ObjectStore{}
-	must(t, k8s.Get(f.ctx, client.ObjectKey{Name: f.store + "-badcreds"}, fixed))
-	fixed.Spec.CredentialsSecretRef.Name = "store-credentials"
-	must(t, k8s.Update(f.ctx, fixed))
+	fixed := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store + "-badcreds"}}
+	f.update(k8s, fixed, func() { fixed.Spec.CredentialsSecretRef.Name = "store-credentials" })
 	store := f.waitNamedStoreCondition(fixed.Name, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	if findStoreCond(store, bkv1.ConditionStalled) != nil || findStoreCond(store, bkv1.ConditionReconciling) != nil {
 		t.Errorf("a Ready store keeps Stalled or Reconciling: %s", describe(store.Status.Conditions))

@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -296,6 +297,20 @@ func (f *fixture) eventually(timeout time.Duration, what string, cond func() err
 		time.Sleep(200 * time.Millisecond)
 	}
 	f.t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+// update applies change to the latest version of obj, read with c (the operator's
+// client or a tenant's), and writes it, retrying when a controller's status write
+// came in between, as kubectl edit would be retried.
+func (f *fixture) update(c client.Client, obj client.Object, change func()) {
+	f.t.Helper()
+	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(f.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(f.ctx, obj)
+	}))
 }
 
 func (f *fixture) get(sb *bkv1.StorageBucket) *bkv1.StorageBucket {
