@@ -23,6 +23,9 @@ const (
 	// ConditionAccessProviderReady is True when a store's IAM endpoint answers and
 	// lets the operator manage users.
 	ConditionAccessProviderReady = "AccessProviderReady"
+	// ConditionAdminAPIReady is True when a store's spec.adminAPI answers and lets the
+	// operator read buckets' quotas.
+	ConditionAdminAPIReady = "AdminAPIReady"
 )
 
 // Condition reasons: CamelCase, specific enough that a person knows what to do next.
@@ -83,6 +86,12 @@ const (
 	ReasonDeletionPolicyNotAllowed = "DeletionPolicyNotAllowed"
 	// ReasonInvalidTags: a spec.tags key or value leaves S3's tag character set.
 	ReasonInvalidTags = "InvalidTags"
+	// ReasonQuotaNotAllowed: spec.quota exceeds the store's guardrails.quota.max, or
+	// sets a limit below one byte or object.
+	ReasonQuotaNotAllowed = "QuotaNotAllowed"
+	// ReasonAdminAPIUnavailable: the store's adminAPI does not answer, or refuses the
+	// operator's admin identity.
+	ReasonAdminAPIUnavailable = "AdminAPIUnavailable"
 	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
 	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
 

@@ -101,6 +101,34 @@ type ObjectStoreSpec struct {
 	// is set, else None.
 	// +optional
 	AccessProvider *AccessProvider `json:"accessProvider,omitempty"`
+
+	// AdminAPI is how the operator reaches the store's admin API, which sets bucket
+	// quotas where S3 has no call for it. Absent: quotas on this store are
+	// NotSupportedByStore. Its credentials are the operator's alone, never copied
+	// into a tenant's Secret.
+	// +optional
+	AdminAPI *AdminAPI `json:"adminAPI,omitempty"`
+}
+
+// AdminAPIType names a store's admin API.
+// +kubebuilder:validation:Enum=RGWAdminOps
+type AdminAPIType string
+
+// AdminAPITypes.
+const (
+	// AdminAPIRGWAdminOps is Ceph RGW's admin-ops API under /admin/ on the S3
+	// endpoint, signed by a user with the capability "buckets=*" (radosgw-admin
+	// user create --caps "buckets=*"): an identity of its own, not the S3 one.
+	AdminAPIRGWAdminOps AdminAPIType = "RGWAdminOps"
+)
+
+// AdminAPI is the operator's way to a store's admin API.
+type AdminAPI struct {
+	// Type says which admin API the store serves.
+	Type AdminAPIType `json:"type"`
+	// CredentialsSecretRef names the Secret with the admin identity's keys, under
+	// accessKeyID and secretAccessKey.
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
 }
 
 // StoreGuardrails say what tenants may ask of a store. The defaults allow only what
@@ -172,6 +200,24 @@ type StoreGuardrails struct {
 	// +kubebuilder:validation:MaxItems=3
 	// +kubebuilder:validation:XValidation:rule="'Retain' in self",message="guardrails.allowedDeletionPolicies must include Retain: it is what a refused policy falls back to"
 	AllowedDeletionPolicies []DeletionPolicy `json:"allowedDeletionPolicies,omitempty"`
+
+	// Quota is the platform team's say on bucket quotas: a default for claims that
+	// name none, and a limit no claim may exceed. Claims cannot raise either.
+	// +optional
+	Quota *StoreQuota `json:"quota,omitempty"`
+}
+
+// StoreQuota bounds the quotas of a store's buckets.
+type StoreQuota struct {
+	// Default is the quota of a claim whose spec.quota is absent.
+	// +optional
+	Default *BucketQuota `json:"default,omitempty"`
+	// Max is the most a claim's quota may allow: a claim asking more is refused
+	// (Stalled, reason QuotaNotAllowed) and nothing is sent to the store. A limit Max
+	// sets holds on every bucket of the store: a claim (or the default) that leaves it
+	// out gets Max's value for it.
+	// +optional
+	Max *BucketQuota `json:"max,omitempty"`
 }
 
 // DeletionPolicyAllowed says whether tenants may use p on this store. An empty list

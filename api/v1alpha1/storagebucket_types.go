@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -120,6 +121,27 @@ type StorageBucketSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=ReadWrite;ReadOnly;None
 	Access string `json:"access,omitempty"`
+
+	// Quota limits what the bucket may hold, on stores whose ObjectStore has an
+	// adminAPI that sets quotas (Ceph RGW; the README's store table says how each
+	// store enforces them). Absent: the store's guardrails.quota.default, if any. It
+	// may not exceed the store's guardrails.quota.max. On a store without a quota
+	// API a quota is reported (Configured=False, NotSupportedByStore) and the rest of
+	// the configuration still applies.
+	// +optional
+	Quota *BucketQuota `json:"quota,omitempty"`
+}
+
+// BucketQuota limits a bucket's size and object count. An absent field sets no limit.
+type BucketQuota struct {
+	// MaxSize is the most the bucket's objects may add up to, as a quantity of
+	// bytes (e.g. 10Gi); at least 1 byte.
+	// +optional
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
+	// MaxObjects is the most objects the bucket may hold.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxObjects *int64 `json:"maxObjects,omitempty"`
 }
 
 // ObjectStoreReference names a cluster-scoped ObjectStore.
@@ -342,6 +364,9 @@ type AppliedConfiguration struct {
 	// Versioning: the operator set the bucket's versioning.
 	// +optional
 	Versioning bool `json:"versioning,omitempty"`
+	// Quota: the operator set the bucket's quota.
+	// +optional
+	Quota bool `json:"quota,omitempty"`
 	// Hash digests the configuration last brought in line in full (settings, ownership
 	// tags, bucket name, region and endpoint). After a restart, a bucket whose desired
 	// configuration still has this hash is not re-read at once but at its own moment

@@ -51,7 +51,12 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) erro
 	}
 	return idx.IndexField(ctx, &bkv1.ObjectStore{}, IndexObjectStoreSecret, func(o client.Object) []string {
 		var refs []string
-		for _, ref := range []*bkv1.SecretReference{o.(*bkv1.ObjectStore).Spec.CredentialsSecretRef, o.(*bkv1.ObjectStore).Spec.ApplicationCredentialsSecretRef} {
+		spec := &o.(*bkv1.ObjectStore).Spec
+		named := []*bkv1.SecretReference{spec.CredentialsSecretRef, spec.ApplicationCredentialsSecretRef}
+		if spec.AdminAPI != nil {
+			named = append(named, &spec.AdminAPI.CredentialsSecretRef)
+		}
+		for _, ref := range named {
 			if ref != nil {
 				refs = append(refs, ref.Namespace+"/"+ref.Name)
 			}

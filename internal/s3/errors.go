@@ -391,3 +391,26 @@ func causeText(err error) string {
 	}
 	return err.Error()
 }
+
+// APIError classifies an answer of a store's API outside S3 proper (an admin API) the
+// way this package classifies S3's: by its error code, else its HTTP status, else, when
+// no answer came (status 0), by cause. Admin clients return it, so one verdict table
+// serves every API of a store. msg is the store's text, redacted of secrets.
+func APIError(op, bucket string, status int, code, msg string, cause error, secrets ...string) *Error {
+	k, ok := codeKinds[code]
+	switch {
+	case ok:
+	case cause != nil && errors.Is(cause, context.DeadlineExceeded):
+		k = KindTimeout
+	case cause != nil && errors.Is(cause, context.Canceled):
+		k = KindCanceled
+	case status != 0:
+		k, _ = statusKind(status)
+	case cause != nil:
+		k, _ = transportKind(cause)
+	}
+	if msg == "" && cause != nil {
+		msg = cause.Error()
+	}
+	return &Error{Op: op, Bucket: bucket, Kind: k, Code: code, StatusCode: status, msg: redactor(secrets).apply(msg), err: cause}
+}

@@ -18,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -31,6 +32,8 @@ type Registry struct {
 	Client    client.Client
 	APIReader client.Reader
 	Factory   s3.Factory
+	// QuotaFactory builds the clients of stores' admin APIs (nil: quota.New).
+	QuotaFactory quota.Factory
 	// Observer is called for every S3 request, with the store's name.
 	Observer func(store, operation string, httpStatus int, err error)
 	// RequestTimeout bounds every S3 call made through the clients handed out
@@ -48,6 +51,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	clients map[string]*storeClients
+	quotas  map[string]quotaEntry
 	secrets map[string]Secret // by "<namespace>/<name>"; see SecretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
@@ -251,6 +255,7 @@ func (r *Registry) Forget(store string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.clients, store)
+	delete(r.quotas, store)
 }
 
 // credentials reads the Secret ref names and returns its data and a version string

@@ -45,6 +45,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStor
 	reason, message := r.healthCheck(ctx, store)
 	r.setHealth(patcher, store, reason, message)
 	r.checkAccessProvider(ctx, store)
+	r.checkAdminAPI(ctx, store)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 

@@ -55,7 +55,11 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 	managed := managedConfigOf(sb, scope.bucket)
 	applied := managed.applied
 	var changed, unsupported, notes []string
-	for _, s := range desiredSettings(sb, scope.owner, managed, scope.policy) {
+	if scope.quota.named || managed.exclusive || applied.Quota {
+		scope.quota.client, scope.quota.err = r.Stores.QuotaClientFor(ctx, scope.store)
+	}
+	settings := append(desiredSettings(sb, scope.owner, managed, scope.policy), quotaSettings(scope.quota, managed)...)
+	for _, s := range settings {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
@@ -85,6 +89,9 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 			scope.store.Name, strings.Join(unsupported, ", "), scope.bucket)
 	}
 	msg := "versioning, tags, lifecycle, public access and policy match the spec"
+	if scope.quota.named {
+		msg = "versioning, tags, lifecycle, public access, policy and quota (" + scope.quota.want.String() + ") match the spec"
+	}
 	if !managed.exclusive {
 		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
 	}

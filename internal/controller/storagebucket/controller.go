@@ -65,6 +65,9 @@ type bucketScope struct {
 	s3      s3.Client
 	bucket  string
 	region  string
+	// quota is the quota the guardrails accepted (desiredQuota); the configuration step
+	// adds the store's admin API to it.
+	quota quotaPlan
 	// policy is the spec's bucket policy as the guardrails checked it, in its canonical
 	// form ("" for none): what the configuration step sends the store, never the
 	// tenant's own bytes. reconcileGuardrails sets it; nothing before it may read it.

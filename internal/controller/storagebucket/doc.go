@@ -1,7 +1,7 @@
 // Package storagebucket is the StorageBucket reconciler: a claim in a namespace
 // becomes a bucket on an S3-compatible store outside the cluster. It owns the bucket
 // (created, adopted or bound again, and tagged as this claim's), its configuration
-// (versioning, tags, lifecycle, public access, policy, with drift corrected), the
+// (versioning, tags, lifecycle, public access, policy and quota, with drift corrected), the
 // connection Secret, the bucket's health probe on its own timer, the implicit
 // BucketAccess a claim may ask for, and the deletion policy.
 //
@@ -12,8 +12,9 @@
 //     included, and what a tightened guardrail takes back from a bucket;
 //   - bucket.go, adoption.go, ownership.go, namelock.go: the bucket itself, by its
 //     ownership tags, one claim at a time per name;
-//   - sync.go, config.go, applied.go: whether the configuration is due, and the
-//     settings applied with the rule for settings the spec leaves out;
+//   - sync.go, config.go, applied.go, quota.go: whether the configuration is due, and
+//     the settings applied with the rule for settings the spec leaves out (the quota
+//     through the store's admin API, within the store's quota guardrails);
 //   - secret.go, access.go: the connection Secret and the implicit access;
 //   - probe.go, probeonly.go: the probe and its scheduler, and the short pass that
 //     only probes;

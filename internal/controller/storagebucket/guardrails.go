@@ -69,5 +69,10 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 		}
 		scope.policy = report.Canonical
 	}
+	limits, named, refusal := desiredQuota(sb, store)
+	if refusal != nil {
+		return refusal
+	}
+	scope.quota = quotaPlan{want: limits, named: named}
 	return nil
 }

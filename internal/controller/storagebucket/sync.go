@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -131,14 +132,24 @@ func desiredHash(scope *bucketScope, me owner) string {
 		Lifecycle                []s3.LifecycleRule
 		PublicAccessBlocked      bool
 		Policy                   string
+		// Quota is left out while nothing names one, so that the hash of a bucket
+		// without a quota is what it was before quotas existed.
+		Quota *quota.Limits `json:",omitempty"`
 	}{
 		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: stores.Endpoint(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
-		Policy: scope.policy,
+		Policy: scope.policy, Quota: namedQuota(scope.quota),
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:8])
+}
+
+func namedQuota(p quotaPlan) *quota.Limits {
+	if !p.named {
+		return nil
+	}
+	return &p.want
 }
 
 // syncMemo remembers when each StorageBucket's bucket and configuration were last
