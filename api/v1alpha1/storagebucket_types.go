@@ -327,7 +327,39 @@ type StorageBucketStatus struct {
 	// bucketkeeper.io/probe-requested-at annotation that was acted on.
 	// +optional
 	LastHandledProbeRequest string `json:"lastHandledProbeRequest,omitempty"`
+
+	// Usage is what the bucket holds, as its store last counted it, on stores whose
+	// admin API reports it (see ObjectStore spec.adminAPI). It is measured with the
+	// bucket's probe at most every --usage-interval and written here only when a
+	// figure moved by 1% or more (any change from or to zero), or an hour after the
+	// last write: it lags the store by design. The metrics
+	// bucketkeeper_bucket_usage_bytes and _objects follow every measurement.
+	// +optional
+	Usage *BucketUsage `json:"usage,omitempty"`
 }
+
+// BucketUsage is a bucket's size and object count as its store counts them.
+type BucketUsage struct {
+	// Bytes is the size of the bucket's objects.
+	Bytes int64 `json:"bytes"`
+	// Objects is the number of objects.
+	Objects int64 `json:"objects"`
+	// MeasuredAt is when the store gave these figures.
+	MeasuredAt metav1.Time `json:"measuredAt"`
+	// Figure says which size the store reports: Logical (the objects' own sizes, what
+	// quotas count) or Physical (what they take on disk, replicas included).
+	// +kubebuilder:validation:Enum=Logical;Physical
+	Figure UsageFigure `json:"figure"`
+}
+
+// UsageFigure says which size a store's usage reports.
+type UsageFigure string
+
+// UsageFigures.
+const (
+	UsageLogical  UsageFigure = "Logical"
+	UsagePhysical UsageFigure = "Physical"
+)
 
 // CreateIntent is a bucket creation this StorageBucket started.
 type CreateIntent struct {
@@ -394,6 +426,8 @@ const AppliedNameMaxLength = 32
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last-Probe",type=date,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.usage.bytes`,priority=1,description="Bytes the bucket holds, as the store last counted them"
+// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.usage.objects`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 240",message="a StorageBucket's name may have at most 240 characters: its Secrets are named <name>-bucket and <name>-access"
 type StorageBucket struct {
 	metav1.TypeMeta   `json:",inline"`

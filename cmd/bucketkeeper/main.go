@@ -36,6 +36,7 @@ func main() {
 	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags and IAM user names; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
 	flag.IntVar(&opts.Concurrency, "concurrency", defaults.Concurrency, "StorageBuckets reconciled at once, and BucketAccesses.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", defaults.SyncInterval, "How often each bucket's configuration is re-read to correct drift.")
+	flag.DurationVar(&opts.UsageInterval, "usage-interval", defaults.UsageInterval, "Least time between two reads of a bucket's usage from its store's admin API (each rides on a probe).")
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", defaults.StatusHeartbeat, "How often lastProbeTime alone is rewritten in status when the verdict does not change.")
 	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", defaults.S3RequestTimeout, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", defaults.ReconcileTimeout, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")

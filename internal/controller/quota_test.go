@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -85,9 +88,13 @@ func TestQuotaGuardrailsOnRGW(t *testing.T) {
 	}
 	must(t, f.admin.PutObject(f.ctx, bucket, "a", []byte("a")))
 	must(t, f.admin.PutObject(f.ctx, bucket, "b", []byte("b")))
-	if err := f.admin.PutObject(f.ctx, bucket, "c", []byte("c")); err == nil {
-		t.Fatal("a third object was written into a bucket whose claim allows two")
+	err := f.admin.PutObject(f.ctx, bucket, "c", []byte("c"))
+	var refused *s3.Error
+	if !errors.As(err, &refused) {
+		t.Fatalf("a third object into a bucket whose claim allows two: %v", err)
 	}
+	quotaTable.Set(t, rgw.Kind, rowQuota, "yes, through its admin-ops API (`adminAPI.type: RGWAdminOps`)")
+	quotaTable.Set(t, rgw.Kind, rowQuotaEnforce, fmt.Sprintf("refused on write: `%s` %d", refused.Code, refused.StatusCode))
 
 	// A claim naming none gets the store's default, capped by the max.
 	def := f.waitCondition(f.bucket("default"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
@@ -185,8 +192,21 @@ func TestQuotaNotSupportedByStore(t *testing.T) {
 				}
 				return nil
 			})
+			quotaTable.Set(t, server.Kind, rowQuota, notSupportedCell[server.Kind])
+			quotaTable.Set(t, server.Kind, rowQuotaEnforce, "no quota")
+			if u := f.get(sb).Status.Usage; u != nil {
+				t.Errorf("status.usage on a store without an admin API: %+v", u)
+			}
+			quotaTable.Set(t, server.Kind, rowUsage, "no: no admin API reports it")
 		})
 	}
+}
+
+// notSupportedCell is what the quota row says of a store without a quota API the
+// operator speaks, whose claims report NotSupportedByStore.
+var notSupportedCell = map[testenv.S3Kind]string{
+	testenv.Versity:   "NotSupportedByStore: no quota API",
+	testenv.SeaweedFS: "NotSupportedByStore: its size-only `?seaweedfs-quota` S3 extension is not implemented yet",
 }
 
 // TestAdminAPIReady: the store's AdminAPIReady says whether its admin API takes the
@@ -203,4 +223,56 @@ func TestAdminAPIReady(t *testing.T) {
 	if c := findStoreCond(store, bkv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("the store's Ready depends on its admin API: %s", describe(store.Status.Conditions))
 	}
+}
+
+// TestUsageFollowsWritesAndDeletes: on RGW, a bucket's usage reaches status and the
+// usage and quota gauges with its probes, and follows writes and deletes.
+func TestUsageFollowsWritesAndDeletes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, rgw, withAdminAPI(t, rgw.AdminOpsAccessKeyID, rgw.AdminOpsSecretAccessKey))
+	sb := f.waitCondition(f.bucket("used", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
+		sb.Spec.Quota = &bkv1.BucketQuota{MaxObjects: objects(5)}
+	}), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	labels := map[string]string{"namespace": f.ns, "name": sb.Name}
+	waitUsage := func(round string, bytes, count int64) {
+		t.Helper()
+		f.requestProbe(sb, round)
+		f.eventually(60*time.Second, "usage "+round, func() error {
+			u := f.get(sb).Status.Usage
+			if u == nil || u.Bytes != bytes || u.Objects != count || u.Figure != bkv1.UsageLogical {
+				return errf("status.usage %+v", u)
+			}
+			if v, ok := series(t, metrics.BucketUsageBytes, labels); !ok || v != float64(bytes) {
+				return errf("usage bytes gauge %v (%v)", v, ok)
+			}
+			if v, ok := series(t, metrics.BucketUsageObjects, labels); !ok || v != float64(count) {
+				return errf("usage objects gauge %v (%v)", v, ok)
+			}
+			return nil
+		})
+	}
+	waitUsage("empty", 0, 0)
+	if v, ok := series(t, metrics.BucketQuotaObjects, labels); !ok || v != 5 {
+		t.Errorf("quota objects gauge %v (%v), want 5", v, ok)
+	}
+	if _, ok := series(t, metrics.BucketQuotaBytes, labels); ok {
+		t.Error("a quota without a size limit has a size gauge")
+	}
+	must(t, f.admin.PutObject(f.ctx, bucket, "a", []byte("12345")))
+	must(t, f.admin.PutObject(f.ctx, bucket, "b", []byte("123")))
+	waitUsage("written", 8, 2)
+	must(t, f.admin.DeleteObject(f.ctx, bucket, "a"))
+	waitUsage("deleted", 3, 1)
+	quotaTable.Set(t, rgw.Kind, rowUsage, "yes: logical bytes and objects from the admin-ops bucket stats, exact after each write and delete")
+
+	// Gone with the bucket.
+	must(t, k8s.Delete(f.ctx, sb))
+	f.waitGone(sb)
+	f.eventually(30*time.Second, "the usage series gone", func() error {
+		if v, ok := series(t, metrics.BucketUsageObjects, labels); ok {
+			return errf("still there: %v", v)
+		}
+		return nil
+	})
 }

@@ -66,6 +66,10 @@ func everyStore() []*testenv.S3Server { return []*testenv.S3Server{seaweed, vers
 // test; production defaults to 10m.
 const syncInterval = 4 * time.Second
 
+// usageInterval is the least time between two usage reads of a bucket; production
+// defaults to 5m.
+const usageInterval = time.Second
+
 // collectInterval is the suite manager's access collector interval; production
 // defaults to 5m.
 const collectInterval = 2 * time.Second
@@ -121,7 +125,7 @@ func run(m *testing.M) int {
 	code := m.Run()
 	cancel()
 	<-done
-	return code
+	return quotaTable.CheckAfterRun(code, quotaTableStores)
 }
 
 func stop(what string, f func() error) {
@@ -141,6 +145,9 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	if opts.SyncInterval == 0 {
 		opts.SyncInterval = syncInterval
+	}
+	if opts.UsageInterval == 0 {
+		opts.UsageInterval = usageInterval
 	}
 	if opts.S3Observer == nil {
 		opts.S3Observer = requests.observe

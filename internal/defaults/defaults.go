@@ -42,6 +42,13 @@ const (
 	// Secret received its successor, so running pods can reload.
 	AccessKeyGrace = 10 * time.Minute
 
+	// UsageInterval is the least time between two reads of a bucket's usage from its
+	// store's admin API (each rides on a probe).
+	UsageInterval = 5 * time.Minute
+	// UsageRewrite is how old status.usage may get before an unchanged measurement is
+	// written again.
+	UsageRewrite = time.Hour
+
 	// ShardCount is the number of operator deployments sharing the stores.
 	ShardCount = 1
 

@@ -24,9 +24,20 @@ type bucketRecord struct {
 	interval time.Duration
 	// available is 1 or 0, or -1 while unknown (no series).
 	available int8
+	// usageBytes and usageObjects are the last usage measured, -1 before any (no
+	// series); quotaBytes and quotaObjects the quota in force then, 0 for no limit (no
+	// series).
+	usageBytes, usageObjects int64
+	quotaBytes, quotaObjects int64
 }
 
-func (r bucketRecord) empty() bool { return r.lastSuccess == 0 && r.available < 0 }
+func newBucketRecord() bucketRecord {
+	return bucketRecord{available: -1, usageBytes: -1, usageObjects: -1}
+}
+
+func (r bucketRecord) empty() bool {
+	return r.lastSuccess == 0 && r.available < 0 && r.usageBytes < 0 && r.quotaBytes == 0 && r.quotaObjects == 0
+}
 
 // bucketRecords holds every bucket's record.
 type bucketRecords struct {
@@ -41,7 +52,7 @@ func (b *bucketRecords) update(key bucketKey, change func(*bucketRecord)) {
 	defer b.mu.Unlock()
 	rec, ok := b.records[key]
 	if !ok {
-		rec = bucketRecord{available: -1}
+		rec = newBucketRecord()
 	}
 	change(&rec)
 	switch {
@@ -140,5 +151,22 @@ func SetProbeSucceeded(namespace, name string, at time.Time, interval time.Durat
 	}
 	buckets.update(bucketKey{namespace, name}, func(r *bucketRecord) {
 		r.lastSuccess, r.interval = ns, interval
+	})
+}
+
+func usageBytesValue(r bucketRecord) (float64, bool) { return float64(r.usageBytes), r.usageBytes >= 0 }
+func usageObjectsValue(r bucketRecord) (float64, bool) {
+	return float64(r.usageObjects), r.usageObjects >= 0
+}
+func quotaBytesValue(r bucketRecord) (float64, bool) { return float64(r.quotaBytes), r.quotaBytes > 0 }
+func quotaObjectsValue(r bucketRecord) (float64, bool) {
+	return float64(r.quotaObjects), r.quotaObjects > 0
+}
+
+// SetUsage records a measurement of a bucket's usage and the quota in force (0: no
+// limit). The series go with the bucket's other series (SetAvailable's forget).
+func SetUsage(namespace, name string, bytes, objects, quotaBytes, quotaObjects int64) {
+	buckets.update(bucketKey{namespace, name}, func(r *bucketRecord) {
+		r.usageBytes, r.usageObjects, r.quotaBytes, r.quotaObjects = bytes, objects, quotaBytes, quotaObjects
 	})
 }

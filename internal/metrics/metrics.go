@@ -72,6 +72,19 @@ var (
 	// probe, so a staleness alert can judge each bucket by its own interval (10s to 24h).
 	BucketProbeInterval prometheus.Collector = newBucketGauge("bucketkeeper_bucket_probe_interval_seconds",
 		"Probe interval of a bucket, as of its last successful probe.", intervalValue)
+
+	// BucketUsageBytes and BucketUsageObjects are what a bucket held at its last usage
+	// measurement (stores with an admin API that reports it, every --usage-interval);
+	// BucketQuotaBytes and BucketQuotaObjects the quota in force then, absent for no
+	// limit. Every measurement shows here; status.usage only takes moves of 1% or more.
+	BucketUsageBytes prometheus.Collector = newBucketGauge("bucketkeeper_bucket_usage_bytes",
+		"Bytes a bucket held at its last usage measurement (the store's logical size).", usageBytesValue)
+	BucketUsageObjects prometheus.Collector = newBucketGauge("bucketkeeper_bucket_usage_objects",
+		"Objects a bucket held at its last usage measurement.", usageObjectsValue)
+	BucketQuotaBytes prometheus.Collector = newBucketGauge("bucketkeeper_bucket_quota_bytes",
+		"A bucket's size quota, as of its last usage measurement; absent for none.", quotaBytesValue)
+	BucketQuotaObjects prometheus.Collector = newBucketGauge("bucketkeeper_bucket_quota_objects",
+		"A bucket's object quota, as of its last usage measurement; absent for none.", quotaObjectsValue)
 )
 
 var registerOnce sync.Once
@@ -80,7 +93,8 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
-			BucketLastSuccessfulProbe, BucketProbeInterval, ObjectStoreReady, ProbeScheduleLag)
+			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag)
 	})
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
+	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -220,6 +221,7 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 		Heartbeat:          opts.StatusHeartbeat,
 		DefaultInterval:    opts.DefaultProbeInterval,
 		MinRequestInterval: opts.MinProbeRequestInterval,
+		UsageInterval:      opts.UsageInterval,
 		Observe: func(store string, mode bkv1.ProbeMode, reason string, latency time.Duration) {
 			metrics.ObserveProbe(store, string(mode), reason, latency)
 		},
@@ -230,6 +232,9 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 		}
 		prober.Succeeded = func(key types.NamespacedName, at time.Time, interval time.Duration) {
 			metrics.SetProbeSucceeded(key.Namespace, key.Name, at, interval)
+		}
+		prober.Usage = func(key types.NamespacedName, usage quota.Usage, limits quota.Limits) {
+			metrics.SetUsage(key.Namespace, key.Name, usage.Bytes, usage.Objects, limits.MaxBytes, limits.MaxObjects)
 		}
 	}
 	switch strategy, ok := probeStrategies[opts.ProbeStrategy]; {

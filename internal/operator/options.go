@@ -39,6 +39,9 @@ type Options struct {
 	// SyncInterval is how often each bucket's configuration is re-read to correct
 	// drift made outside the operator (default 10m).
 	SyncInterval time.Duration
+	// UsageInterval is the least time between two reads of a bucket's usage from its
+	// store's admin API (default 5m).
+	UsageInterval time.Duration
 	// StatusHeartbeat bounds how often a timestamp alone is rewritten in status
 	// (default 5m).
 	StatusHeartbeat time.Duration
@@ -140,6 +143,7 @@ func (o *Options) setDefaults() {
 		{&o.RenewDeadline, defaults.RenewDeadline},
 		{&o.RetryPeriod, defaults.RetryPeriod},
 		{&o.SyncInterval, defaults.SyncInterval},
+		{&o.UsageInterval, defaults.UsageInterval},
 		{&o.StatusHeartbeat, defaults.StatusHeartbeat},
 		{&o.S3RequestTimeout, defaults.S3RequestTimeout},
 		{&o.ReconcileTimeout, defaults.ReconcileTimeout},

@@ -21,7 +21,7 @@ var notExposed = map[string]string{
 func fullValues() map[string]any {
 	return map[string]any{
 		"manager": map[string]any{
-			"concurrency": 8, "syncInterval": "3m", "statusHeartbeat": "2m",
+			"concurrency": 8, "syncInterval": "3m", "usageInterval": "7m", "statusHeartbeat": "2m",
 			"s3RequestTimeout": "45s", "reconcileTimeout": "5m",
 			"defaultProbeInterval": "30s", "minProbeRequestInterval": "20s", "watchNamespace": "apps",
 			"watchLabelSelector": "shard in (a,b),tier!=test", "shardCount": 3, "disableAvailabilityMetric": true,
@@ -47,7 +47,7 @@ func fullValues() map[string]any {
 
 // fullFlags is what fullValues must render.
 var fullFlags = map[string]string{
-	"concurrency": "8", "sync-interval": "3m", "status-heartbeat": "2m",
+	"concurrency": "8", "sync-interval": "3m", "usage-interval": "7m", "status-heartbeat": "2m",
 	"s3-request-timeout": "45s", "reconcile-timeout": "5m",
 	"default-probe-interval": "30s", "min-probe-request-interval": "20s", "watch-namespace": "apps",
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,7 +36,9 @@ func TestMonitoringMetricsAreExported(t *testing.T) {
 	refs := referencedMetrics(t)
 	bin := managerBinary(t)
 	cp := testenv.NewControlPlane(t) // installs config/crd/bases
-	store := testenv.NewS3(t, testenv.SeaweedFS)
+	// RGW: its admin API reports usage and sets quotas, which the usage and quota
+	// series need.
+	store := testenv.NewS3(t, testenv.RGW)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -71,18 +74,25 @@ func TestMonitoringMetricsAreExported(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "store-credentials"},
 		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: store.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: store.SecretAccessKey},
 	}
+	adminSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "admin-credentials"},
+		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: store.AdminOpsAccessKeyID, bkv1.CredentialsKeySecretAccessKey: store.AdminOpsSecretAccessKey},
+	}
 	objStore := &bkv1.ObjectStore{
-		ObjectMeta: metav1.ObjectMeta{Name: "seaweed"},
+		ObjectMeta: metav1.ObjectMeta{Name: "rgw"},
 		Spec: bkv1.ObjectStoreSpec{
 			Endpoint: store.Endpoint, Region: store.Region, ForcePathStyle: true,
 			CredentialsSecretRef: &bkv1.SecretReference{Namespace: ns.Name, Name: secret.Name},
+			AdminAPI:             &bkv1.AdminAPI{Type: bkv1.AdminAPIRGWAdminOps, CredentialsSecretRef: bkv1.SecretReference{Namespace: ns.Name, Name: adminSecret.Name}},
 		},
 	}
+	maxSize, maxObjects := resource.MustParse("1Gi"), int64(1000)
 	sb := &bkv1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "reports"},
-		Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: objStore.Name}},
+		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: objStore.Name},
+			Quota: &bkv1.BucketQuota{MaxSize: &maxSize, MaxObjects: &maxObjects}},
 	}
-	for _, o := range []client.Object{ns, secret, objStore, sb} {
+	for _, o := range []client.Object{ns, secret, adminSecret, objStore, sb} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %s: %v", o.GetName(), err)
 		}
@@ -129,6 +139,10 @@ func TestMonitoringMetricsAreExported(t *testing.T) {
 	})
 	wantSeries(t, families, "bucketkeeper_bucket_probe_interval_seconds", map[string]string{"namespace": ns.Name, "name": sb.Name}, func(v float64) bool { return v == 60 })
 	wantSeries(t, families, "bucketkeeper_objectstore_ready", map[string]string{"store": objStore.Name}, func(v float64) bool { return v == 1 })
+	bucket := map[string]string{"namespace": ns.Name, "name": sb.Name}
+	wantSeries(t, families, "bucketkeeper_bucket_usage_objects", bucket, func(v float64) bool { return v == 0 })
+	wantSeries(t, families, "bucketkeeper_bucket_quota_bytes", bucket, func(v float64) bool { return v == 1<<30 })
+	wantSeries(t, families, "bucketkeeper_bucket_quota_objects", bucket, func(v float64) bool { return v == 1000 })
 }
 
 // scrape reads a Prometheus text exposition.

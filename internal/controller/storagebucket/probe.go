@@ -21,6 +21,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
+	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -58,6 +59,12 @@ type Prober struct {
 	// for the last-successful-probe gauge (status.lastProbeTime moves only once per
 	// heartbeat); may be nil. The series go with Available's forget.
 	Succeeded func(key types.NamespacedName, at time.Time, interval time.Duration)
+	// Usage reports every measurement of a bucket's usage, with the quota in force, for
+	// the usage and quota gauges; may be nil. The series go with Available's forget.
+	Usage func(key types.NamespacedName, usage quota.Usage, limits quota.Limits)
+	// UsageInterval is the least time between two reads of a bucket's usage, which
+	// ride on its successful probes (defaults.UsageInterval if zero).
+	UsageInterval time.Duration
 	// Jitter draws from [0,1); nil means math/rand.
 	Jitter func() float64
 	// DefaultInterval applies to StorageBuckets that set no probe interval
@@ -88,6 +95,8 @@ type probeState struct {
 	// lastServed is when a probe last served a probe request (zero: never, in this
 	// process). It lives in memory only: a new leader may serve one request at once.
 	lastServed time.Time
+	// lastUsage is when the bucket's usage was last read (zero: not in this process).
+	lastUsage time.Time
 }
 
 type probeResult struct {
@@ -226,15 +235,18 @@ func (r *Reconciler) reconcileAvailability(ctx context.Context, scope *bucketSco
 	if due {
 		res := r.runProbe(ctx, scope)
 		next = probe.NextSlot(key, interval, now, 0.1, p.jitter)
-		st = probeState{uid: sb.UID, generation: sb.Generation, lastServed: st.lastServed}
+		st = probeState{uid: sb.UID, generation: sb.Generation, lastServed: st.lastServed, lastUsage: st.lastUsage}
 		if pending {
 			// Any probe after the request serves it, a periodic one included.
 			sb.Status.LastHandledProbeRequest = requested
 			st.lastServed = now
 		}
 		r.recordProbe(patcher, sb, res, now, true)
-		if res.status == metav1.ConditionTrue && p.Succeeded != nil {
-			p.Succeeded(key, now, interval)
+		if res.status == metav1.ConditionTrue {
+			if p.Succeeded != nil {
+				p.Succeeded(key, now, interval)
+			}
+			st.lastUsage = r.measureUsage(ctx, scope, st.lastUsage, now)
 		}
 		switch res.reason {
 		case bkv1.ReasonBucketNotFound:
