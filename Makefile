@@ -154,7 +154,7 @@ store-table: ## Write the README's store tables from what the real stores answer
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.

@@ -111,7 +111,7 @@ type ObjectStoreSpec struct {
 }
 
 // AdminAPIType names a store's admin API.
-// +kubebuilder:validation:Enum=RGWAdminOps
+// +kubebuilder:validation:Enum=RGWAdminOps;SeaweedFS
 type AdminAPIType string
 
 // AdminAPITypes.
@@ -120,6 +120,11 @@ const (
 	// endpoint, signed by a user with the capability "buckets=*" (radosgw-admin
 	// user create --caps "buckets=*"): an identity of its own, not the S3 one.
 	AdminAPIRGWAdminOps AdminAPIType = "RGWAdminOps"
+	// AdminAPISeaweedFS is SeaweedFS's bucket quota extension on its S3 endpoint
+	// (PUT /<bucket>?seaweedfs-quota), signed by an identity allowed
+	// s3:PutBucketQuota and s3:GetBucketQuota (an Admin identity). It limits size only,
+	// and SeaweedFS enforces it about once a minute by making the bucket read-only.
+	AdminAPISeaweedFS AdminAPIType = "SeaweedFS"
 )
 
 // AdminAPI is the operator's way to a store's admin API.

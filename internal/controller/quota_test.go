@@ -19,9 +19,18 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// withAdminAPI gives the fixture's store RGW's admin-ops API, signed by the server's
-// admin-ops identity (a Secret of its own in the test's namespace).
-func withAdminAPI(t *testing.T, access, secret string) func(*bkv1.ObjectStore) {
+// withAdminAPI gives the fixture's store the admin API of srv's kind, signed by the
+// identity the store admin would give it: RGW's admin-ops user, SeaweedFS's admin.
+func withAdminAPI(t *testing.T, srv *testenv.S3Server) func(*bkv1.ObjectStore) {
+	if srv.Kind == testenv.RGW {
+		return withAdminAPIKeys(t, bkv1.AdminAPIRGWAdminOps, srv.AdminOpsAccessKeyID, srv.AdminOpsSecretAccessKey)
+	}
+	return withAdminAPIKeys(t, bkv1.AdminAPISeaweedFS, srv.AccessKeyID, srv.SecretAccessKey)
+}
+
+// withAdminAPIKeys gives the fixture's store an admin API of type typ, signed by the
+// given key (a Secret of its own in the test's namespace).
+func withAdminAPIKeys(t *testing.T, typ bkv1.AdminAPIType, access, secret string) func(*bkv1.ObjectStore) {
 	return func(s *bkv1.ObjectStore) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -29,7 +38,7 @@ func withAdminAPI(t *testing.T, access, secret string) func(*bkv1.ObjectStore) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "admin-credentials"},
 			StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: access, bkv1.CredentialsKeySecretAccessKey: secret},
 		}))
-		s.Spec.AdminAPI = &bkv1.AdminAPI{Type: bkv1.AdminAPIRGWAdminOps,
+		s.Spec.AdminAPI = &bkv1.AdminAPI{Type: typ,
 			CredentialsSecretRef: bkv1.SecretReference{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "admin-credentials"}}
 	}
 }
@@ -37,7 +46,7 @@ func withAdminAPI(t *testing.T, access, secret string) func(*bkv1.ObjectStore) {
 // quotaOf is a bucket's quota as the store enforces it, read with the admin identity.
 func quotaOf(f *fixture, bucket string) quota.Limits {
 	f.t.Helper()
-	got, err := rgwAdmin(f.t).BucketQuota(f.ctx, bucket)
+	got, err := storeAdmin(f.t, f.server).BucketQuota(f.ctx, bucket)
 	must(f.t, err)
 	return got
 }
@@ -45,13 +54,22 @@ func quotaOf(f *fixture, bucket string) quota.Limits {
 // setQuota sets a bucket's quota by hand, as the store's admin would.
 func setQuota(f *fixture, bucket string, l quota.Limits) {
 	f.t.Helper()
-	must(f.t, rgwAdmin(f.t).SetBucketQuota(f.ctx, bucket, l))
+	must(f.t, storeAdmin(f.t, f.server).SetBucketQuota(f.ctx, bucket, l))
 }
 
-func rgwAdmin(t *testing.T) quota.Client {
+// storeAdmin is the quota client of srv's store admin.
+func storeAdmin(t *testing.T, srv *testenv.S3Server) quota.Client {
 	t.Helper()
-	c, err := quota.New(quota.Config{Type: bkv1.AdminAPIRGWAdminOps, Endpoint: rgw.Endpoint, Region: rgw.Region,
-		AccessKeyID: rgw.AdminOpsAccessKeyID, SecretAccessKey: rgw.AdminOpsSecretAccessKey, RequestTimeout: 10 * time.Second})
+	if srv.Kind == testenv.RGW {
+		return quotaClient(t, srv, bkv1.AdminAPIRGWAdminOps, srv.AdminOpsAccessKeyID, srv.AdminOpsSecretAccessKey)
+	}
+	return quotaClient(t, srv, bkv1.AdminAPISeaweedFS, srv.AccessKeyID, srv.SecretAccessKey)
+}
+
+func quotaClient(t *testing.T, srv *testenv.S3Server, typ bkv1.AdminAPIType, access, secret string) quota.Client {
+	t.Helper()
+	c, err := quota.New(quota.Config{Type: typ, Endpoint: srv.Endpoint, Region: srv.Region,
+		AccessKeyID: access, SecretAccessKey: secret, RequestTimeout: 10 * time.Second})
 	must(t, err)
 	return c
 }
@@ -68,7 +86,7 @@ func size(s string) *resource.Quantity {
 // is refused with nothing sent to the store.
 func TestQuotaGuardrailsOnRGW(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, rgw, withAdminAPI(t, rgw.AdminOpsAccessKeyID, rgw.AdminOpsSecretAccessKey), func(s *bkv1.ObjectStore) {
+	f := newFixture(t, rgw, withAdminAPI(t, rgw), func(s *bkv1.ObjectStore) {
 		s.Spec.Guardrails.Quota = &bkv1.StoreQuota{
 			Default: &bkv1.BucketQuota{MaxObjects: objects(5)},
 			Max:     &bkv1.BucketQuota{MaxSize: size("1Mi"), MaxObjects: objects(10)},
@@ -140,7 +158,7 @@ func TestQuotaGuardrailsOnRGW(t *testing.T) {
 // never set is left alone; one it set and the spec drops is removed.
 func TestQuotaFollowsTheAbsentSettingsRule(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, rgw, allowAdoption, withAdminAPI(t, rgw.AdminOpsAccessKeyID, rgw.AdminOpsSecretAccessKey))
+	f := newFixture(t, rgw, allowAdoption, withAdminAPI(t, rgw))
 	name := "legacy-" + f.ns
 	must(t, f.admin.CreateBucket(f.ctx, name, ""))
 	own := quota.Limits{MaxObjects: 7}
@@ -167,8 +185,8 @@ func TestQuotaFollowsTheAbsentSettingsRule(t *testing.T) {
 }
 
 // TestQuotaNotSupportedByStore: a store without an admin API (Versity has no quota
-// API; a SeaweedFS or RGW store whose admin has not configured one) reports the quota
-// as NotSupportedByStore and applies everything else.
+// API; a SeaweedFS store whose admin has not configured one) reports the quota as
+// NotSupportedByStore and applies everything else.
 func TestQuotaNotSupportedByStore(t *testing.T) {
 	for _, server := range []*testenv.S3Server{versity, seaweed} {
 		t.Run(string(server.Kind), func(t *testing.T) {
@@ -192,28 +210,23 @@ func TestQuotaNotSupportedByStore(t *testing.T) {
 				}
 				return nil
 			})
-			quotaTable.Set(t, server.Kind, rowQuota, notSupportedCell[server.Kind])
-			quotaTable.Set(t, server.Kind, rowQuotaEnforce, "no quota")
 			if u := f.get(sb).Status.Usage; u != nil {
 				t.Errorf("status.usage on a store without an admin API: %+v", u)
 			}
-			quotaTable.Set(t, server.Kind, rowUsage, "no: no admin API reports it")
+			if server.Kind == testenv.Versity {
+				quotaTable.Set(t, server.Kind, rowQuota, "NotSupportedByStore: no quota API")
+				quotaTable.Set(t, server.Kind, rowQuotaEnforce, "no quota")
+				quotaTable.Set(t, server.Kind, rowUsage, "no: no admin API reports it")
+			}
 		})
 	}
-}
-
-// notSupportedCell is what the quota row says of a store without a quota API the
-// operator speaks, whose claims report NotSupportedByStore.
-var notSupportedCell = map[testenv.S3Kind]string{
-	testenv.Versity:   "NotSupportedByStore: no quota API",
-	testenv.SeaweedFS: "NotSupportedByStore: its size-only `?seaweedfs-quota` S3 extension is not implemented yet",
 }
 
 // TestAdminAPIReady: the store's AdminAPIReady says whether its admin API takes the
 // operator's admin identity; an S3 identity (the account root) is refused there.
 func TestAdminAPIReady(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, rgw, withAdminAPI(t, rgw.AccessKeyID, rgw.SecretAccessKey))
+	f := newFixture(t, rgw, withAdminAPIKeys(t, bkv1.AdminAPIRGWAdminOps, rgw.AccessKeyID, rgw.SecretAccessKey))
 	f.waitStoreCondition(bkv1.ConditionAdminAPIReady, metav1.ConditionFalse)
 	store := &bkv1.ObjectStore{}
 	must(t, k8s.Get(f.ctx, objKey(&bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}), store))
@@ -229,7 +242,7 @@ func TestAdminAPIReady(t *testing.T) {
 // usage and quota gauges with its probes, and follows writes and deletes.
 func TestUsageFollowsWritesAndDeletes(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, rgw, withAdminAPI(t, rgw.AdminOpsAccessKeyID, rgw.AdminOpsSecretAccessKey))
+	f := newFixture(t, rgw, withAdminAPI(t, rgw))
 	sb := f.waitCondition(f.bucket("used", probeEvery(time.Hour, bkv1.ProbeModeHead), func(sb *bkv1.StorageBucket) {
 		sb.Spec.Quota = &bkv1.BucketQuota{MaxObjects: objects(5)}
 	}), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)

@@ -1,6 +1,8 @@
 // Package quota sets and reads bucket quotas through a store's admin API, the one part
 // of bucket configuration S3 has no call for. Each store that has such an API gets an
-// implementation of Client named after it (rgw.go: Ceph RGW's admin-ops API); a store
+// implementation of Client named after it (rgw.go: Ceph RGW's admin-ops API;
+// seaweedfs.go: SeaweedFS's quota extension on its S3 port), on a shared signed HTTP
+// client (signed.go); a store
 // without one has no Client, and the controllers report its buckets' quotas as
 // NotSupportedByStore instead of pretending to apply them.
 //

@@ -46,8 +46,11 @@ type Client interface {
 	// SetBucketQuota makes limits the bucket's quota; Limits{} removes it.
 	SetBucketQuota(ctx context.Context, bucket string, limits Limits) error
 	// BucketUsage reads what the bucket holds, from the store's own counters (never
-	// by listing the bucket).
+	// by listing the bucket); a NotImplemented *s3.Error where the store has none.
 	BucketUsage(ctx context.Context, bucket string) (Usage, error)
+	// Enforceable is the part of l the store can enforce, and the name of the limit it
+	// cannot ("" when it can enforce all of l).
+	Enforceable(l Limits) (Limits, string)
 }
 
 // Config is how to reach a store's admin API.
@@ -74,6 +77,8 @@ func New(cfg Config) (Client, error) {
 	switch cfg.Type {
 	case bkv1.AdminAPIRGWAdminOps:
 		return newRGW(cfg)
+	case bkv1.AdminAPISeaweedFS:
+		return newSeaweedFS(cfg)
 	default:
 		return nil, fmt.Errorf("quota: unknown admin API type %q", cfg.Type)
 	}

@@ -2,17 +2,10 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -21,40 +14,14 @@ import (
 // like S3 (SigV4, service s3) by a user with the "buckets" capability. Bucket quotas
 // are enforced by RGW on every write (an upload past the limit is refused with
 // QuotaExceeded), from its bucket index stats.
-type rgw struct {
-	base   *url.URL
-	region string
-	creds  aws.Credentials
-	http   aws.HTTPClient
-	signer *v4.Signer
-	secret string
-	// timeout bounds each call as a whole, on top of the caller's deadline.
-	timeout time.Duration
-}
+type rgw struct{ api *signedAPI }
 
 func newRGW(cfg Config) (*rgw, error) {
-	if cfg.Endpoint == "" {
-		return nil, fmt.Errorf("quota: the RGW admin API needs the store's endpoint")
-	}
-	if _, err := s3.EndpointURL(cfg.Endpoint); err != nil {
-		return nil, fmt.Errorf("quota: %w", err)
-	}
-	u, err := url.Parse(cfg.Endpoint)
+	api, err := newSignedAPI(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("quota: %w", err)
+		return nil, err
 	}
-	hc, err := s3.NewHTTPClient(cfg.CABundle, cfg.InsecureSkipTLSVerify, cfg.RequestTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("quota: %w", err)
-	}
-	region := cfg.Region
-	if region == "" {
-		region = s3.DefaultRegion
-	}
-	return &rgw{
-		base: u, region: region, http: hc, signer: v4.NewSigner(), secret: cfg.SecretAccessKey, timeout: cfg.RequestTimeout,
-		creds: aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey},
-	}, nil
+	return &rgw{api: api}, nil
 }
 
 // rgwQuota is RGW's RGWQuotaInfo as JSON: a negative limit is none.
@@ -136,49 +103,11 @@ func (c *rgw) BucketUsage(ctx context.Context, bucket string) (Usage, error) {
 	return Usage{Bytes: main.Size, Objects: main.NumObjects}, err
 }
 
-// emptyPayload is the SHA-256 of an empty body, which every admin request has.
-const emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+// Enforceable: RGW limits both size and object count.
+func (c *rgw) Enforceable(l Limits) (Limits, string) { return l, "" }
 
-// maxAnswer bounds what is read of an answer: a bucket's record is a few KiB.
-const maxAnswer = 1 << 20
-
-// do sends one signed request to /admin/bucket and decodes a JSON answer into out.
+// do sends one request to /admin/bucket, with no body: RGW refuses a SigV4-signed
+// admin request whose body it would have to hash (501 NotImplemented).
 func (c *rgw) do(ctx context.Context, op, method, bucket string, query url.Values, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	u := *c.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/admin/bucket"
-	u.RawQuery = query.Encode()
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), http.NoBody)
-	if err != nil {
-		return s3.APIError(op, bucket, 0, "", "", err)
-	}
-	req.Header.Set("X-Amz-Content-Sha256", emptyPayload)
-	if err := c.signer.SignHTTP(ctx, c.creds, req, emptyPayload, "s3", c.region, time.Now()); err != nil {
-		return s3.APIError(op, bucket, 0, "", "", err)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return s3.APIError(op, bucket, 0, "", "", err, c.secret)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	switch {
-	case err != nil:
-		return s3.APIError(op, bucket, resp.StatusCode, "", "", err, c.secret)
-	case len(answer) > maxAnswer:
-		return s3.APIError(op, bucket, resp.StatusCode, "", fmt.Sprintf("answer larger than %d bytes", maxAnswer), nil)
-	case resp.StatusCode/100 != 2:
-		var e struct {
-			Code string `json:"Code"`
-		}
-		_ = json.Unmarshal(answer, &e)
-		return s3.APIError(op, bucket, resp.StatusCode, e.Code, "", nil)
-	case out == nil:
-		return nil
-	}
-	if err := json.Unmarshal(answer, out); err != nil {
-		return s3.APIError(op, bucket, resp.StatusCode, "", fmt.Sprintf("unreadable answer: %v", err), nil)
-	}
-	return nil
+	return c.api.do(ctx, op, method, bucket, "/admin/bucket", query, nil, out)
 }

@@ -90,8 +90,19 @@ func quotaSettings(p quotaPlan, managed managedConfig) []setting {
 		// AdminAPIReady condition tells the platform team).
 		return nil
 	}
-	return []setting{{name: "quota", apply: quotaSetting(p),
+	out := []setting{{name: "quota", apply: quotaSetting(p),
 		record: func(a *bkv1.AppliedConfiguration) { a.Quota = p.named && !managed.exclusive }}}
+	if p.client != nil {
+		// What the store cannot enforce (SeaweedFS: an object count) is reported as
+		// unsupported, by name, and the rest of the quota still applies.
+		if enforceable, missing := p.client.Enforceable(p.want); missing != "" {
+			out[0].apply = quotaSetting(quotaPlan{want: enforceable, named: p.named, client: p.client})
+			out = append(out, setting{name: missing, apply: func(context.Context, s3.Client, string) (bool, error) {
+				return false, &s3.Error{Op: "SetBucketQuota", Kind: s3.KindNotImplemented}
+			}})
+		}
+	}
+	return out
 }
 
 func quotaSetting(p quotaPlan) func(context.Context, s3.Client, string) (bool, error) {

@@ -11,6 +11,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // measureUsage reads the bucket's usage from its store's admin API when the last read
@@ -46,7 +47,7 @@ func (r *Reconciler) measureUsage(ctx context.Context, scope *bucketScope, last,
 			}
 		}
 	}
-	if err != nil {
+	if err != nil && s3.KindOf(err) != s3.KindNotImplemented { // a store that reports no usage
 		log.FromContext(ctx).Info("reading the bucket's usage failed; the store's AdminAPIReady condition tells why", "error", err.Error())
 	}
 	return now
