@@ -18,17 +18,8 @@ import (
 // identity is refused with the kind the controllers report.
 func TestRGWAdminOps(t *testing.T) {
 	srv := testenv.NewS3(t, testenv.RGW)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	data := s3Client(t, srv)
 	admin := rgwClient(t, srv, srv.AdminOpsAccessKeyID, srv.AdminOpsSecretAccessKey)
-	must(t, "Check", admin.Check(ctx))
-
-	bucket := "bk-quota-" + randomHex(6)
-	must(t, "CreateBucket", data.CreateBucket(ctx, bucket, ""))
-	if got, err := admin.BucketQuota(ctx, bucket); err != nil || !got.IsZero() {
-		t.Fatalf("quota of a new bucket: %v, %v; want none", got, err)
-	}
+	ctx, data, bucket := newQuotaBucket(t, srv, admin, 2*time.Minute)
 
 	// Object count: a third object is refused on write.
 	two := Limits{MaxObjects: 2}
@@ -89,6 +80,22 @@ func TestRGWAdminOps(t *testing.T) {
 	if got, err := admin.BucketQuota(ctx, bucket); err != nil || !got.IsZero() {
 		t.Fatalf("quota after refused writes: %v, %v; want none", got, err)
 	}
+}
+
+// newQuotaBucket checks admin's identity and creates a bucket without a quota, with
+// the data client it returns; ctx ends with the test or after timeout.
+func newQuotaBucket(t *testing.T, srv *testenv.S3Server, admin Client, timeout time.Duration) (context.Context, s3.Client, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	data := s3Client(t, srv)
+	must(t, "Check", admin.Check(ctx))
+	bucket := "bk-quota-" + randomHex(6)
+	must(t, "CreateBucket", data.CreateBucket(ctx, bucket, ""))
+	if got, err := admin.BucketQuota(ctx, bucket); err != nil || !got.IsZero() {
+		t.Fatalf("quota of a new bucket: %v, %v; want none", got, err)
+	}
+	return ctx, data, bucket
 }
 
 func rgwClient(t *testing.T, srv *testenv.S3Server, access, secret string) Client {

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,17 +15,8 @@ import (
 // writable again when the quota goes.
 func TestSeaweedFSQuotaExtension(t *testing.T) {
 	srv := testenv.NewS3(t, testenv.SeaweedFS)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	data := s3Client(t, srv)
 	admin := seaweedClient(t, srv, srv.AccessKeyID, srv.SecretAccessKey)
-	must(t, "Check", admin.Check(ctx))
-
-	bucket := "bk-quota-" + randomHex(6)
-	must(t, "CreateBucket", data.CreateBucket(ctx, bucket, ""))
-	if got, err := admin.BucketQuota(ctx, bucket); err != nil || !got.IsZero() {
-		t.Fatalf("quota of a new bucket: %v, %v; want none", got, err)
-	}
+	ctx, data, bucket := newQuotaBucket(t, srv, admin, 5*time.Minute)
 	if _, missing := admin.Enforceable(Limits{MaxBytes: 1, MaxObjects: 2}); missing != "quota.maxObjects" {
 		t.Errorf("Enforceable names %q as missing, want quota.maxObjects", missing)
 	}
