@@ -81,6 +81,31 @@ func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
   bucketkeeper_s3_requests_total{store="busy",operation="HeadBucket",code="429"} 0+1x30
   bucketkeeper_s3_requests_total{store="down",operation="HeadBucket",code="Unreachable"} 0+50x30`,
 		want: `{store="slow"} 0.1`,
+	}, {
+		// full: 95% of its size quota; many: 95% of its object quota; both: over 90% of
+		// both (the size's share is reported); half: 50%; unlimited: no quota series.
+		alert: "BucketkeeperBucketNearQuota",
+		series: `
+  bucketkeeper_bucket_usage_bytes{namespace="a",name="full"} 950x30
+  bucketkeeper_bucket_quota_bytes{namespace="a",name="full"} 1000x30
+  bucketkeeper_bucket_usage_objects{namespace="a",name="full"} 1x30
+  bucketkeeper_bucket_usage_bytes{namespace="a",name="many"} 10x30
+  bucketkeeper_bucket_usage_objects{namespace="a",name="many"} 95x30
+  bucketkeeper_bucket_quota_objects{namespace="a",name="many"} 100x30
+  bucketkeeper_bucket_usage_bytes{namespace="a",name="both"} 990x30
+  bucketkeeper_bucket_quota_bytes{namespace="a",name="both"} 1000x30
+  bucketkeeper_bucket_usage_objects{namespace="a",name="both"} 92x30
+  bucketkeeper_bucket_quota_objects{namespace="a",name="both"} 100x30
+  bucketkeeper_bucket_usage_bytes{namespace="a",name="half"} 500x30
+  bucketkeeper_bucket_quota_bytes{namespace="a",name="half"} 1000x30
+  bucketkeeper_bucket_usage_objects{namespace="a",name="half"} 50x30
+  bucketkeeper_bucket_quota_objects{namespace="a",name="half"} 100x30
+  bucketkeeper_bucket_usage_bytes{namespace="a",name="unlimited"} 1e12x30
+  bucketkeeper_bucket_usage_objects{namespace="a",name="unlimited"} 1e9x30`,
+		want: `
+  {namespace="a",name="full"} 0.95
+  {namespace="a",name="many"} 0.95
+  {namespace="a",name="both"} 0.99`,
 	}}
 	// A Prometheus server's defaults (the @ modifier and negative offsets are on by
 	// default since 2.33; the test engine's own options also turn on delayed name
