@@ -7,6 +7,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // desiredQuota is the quota a claim asks of its store: its spec.quota, else the store's
@@ -25,6 +26,11 @@ func desiredQuota(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) (limits quota
 		named = true
 		if q.MaxSize != nil && q.MaxSize.Sign() <= 0 {
 			return quota.Limits{}, true, reconcile.Terminalf(bkv1.ReasonQuotaNotAllowed, "spec.quota.maxSize %s must be at least one byte", q.MaxSize.String())
+		}
+		if q.MaxSize != nil && q.MaxSize.Cmp(maxQuotaSize) > 0 {
+			// Past int64 a quantity's value wraps: refused, or a huge ask would read as
+			// negative, which the stores take for no limit at all.
+			return quota.Limits{}, true, reconcile.Terminalf(bkv1.ReasonQuotaNotAllowed, "spec.quota.maxSize %s is above %s, the most a quota may say", q.MaxSize.String(), maxQuotaSize.String())
 		}
 		want = limitsOf(q)
 		for _, l := range []struct {
@@ -52,13 +58,22 @@ func capped(l, most quota.Limits) quota.Limits {
 	return l
 }
 
-// limitsOf reads an API quota; sizes round up to whole bytes.
+// maxQuotaSize is the largest size a quota may say (1 EiB): far above any bucket, and
+// safely inside int64, which a quantity's value leaves silently.
+var maxQuotaSize = resource.MustParse("1Ei")
+
+// limitsOf reads an API quota; sizes round up to whole bytes, and a size above
+// maxQuotaSize (the store admin's; a claim's is refused first) counts as that.
 func limitsOf(q *bkv1.BucketQuota) quota.Limits {
 	var l quota.Limits
 	if q == nil {
 		return l
 	}
-	if q.MaxSize != nil && q.MaxSize.Sign() > 0 {
+	switch {
+	case q.MaxSize == nil || q.MaxSize.Sign() <= 0:
+	case q.MaxSize.Cmp(maxQuotaSize) > 0:
+		l.MaxBytes = maxQuotaSize.Value()
+	default:
 		l.MaxBytes = q.MaxSize.Value()
 	}
 	if q.MaxObjects != nil && *q.MaxObjects > 0 {
