@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"golang.org/x/time/rate"
 )
 
 // Limits is a bucket's quota. Zero in a field is no limit; Limits{} is no quota.
@@ -64,6 +65,10 @@ type Config struct {
 	InsecureSkipTLSVerify        bool
 	// RequestTimeout bounds every call (zero: 30 s; an admin API is never unbounded).
 	RequestTimeout time.Duration
+	// Limiter, when set, is the store's request budget, which every admin request
+	// spends too: tenants' claims cannot send the store more through its admin API
+	// than through S3.
+	Limiter *rate.Limiter
 }
 
 // Factory builds a Client; tests swap it.

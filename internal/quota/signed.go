@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -31,6 +32,7 @@ type signedAPI struct {
 	secret string
 	// timeout bounds each call as a whole, on top of the caller's deadline.
 	timeout time.Duration
+	limiter *rate.Limiter
 }
 
 func newSignedAPI(cfg Config) (*signedAPI, error) {
@@ -53,7 +55,7 @@ func newSignedAPI(cfg Config) (*signedAPI, error) {
 		region = s3.DefaultRegion
 	}
 	return &signedAPI{
-		base: u, region: region, http: hc, signer: v4.NewSigner(), secret: cfg.SecretAccessKey, timeout: cfg.RequestTimeout,
+		base: u, region: region, http: hc, signer: v4.NewSigner(), secret: cfg.SecretAccessKey, timeout: cfg.RequestTimeout, limiter: cfg.Limiter,
 		creds: aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey},
 	}, nil
 }
@@ -66,6 +68,11 @@ const maxAnswer = 1 << 20
 func (c *signedAPI) do(ctx context.Context, op, method, bucket, path string, query url.Values, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if c.limiter != nil {
+		if err := c.limiter.Wait(ctx); err != nil {
+			return s3.APIError(op, bucket, 0, "", "waiting for the store's request budget", context.DeadlineExceeded)
+		}
+	}
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawQuery = query.Encode()

@@ -7,6 +7,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"golang.org/x/time/rate"
 )
 
 // quotaEntry is a store's admin-API client as of one version of the store and its
@@ -30,9 +31,19 @@ func (r *Registry) QuotaClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 	if err != nil {
 		return nil, err
 	}
-	version := fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, credsVersion)
+	// The store's S3 clients hold its request budget; admin requests spend it too.
+	if _, err := r.ClientFor(ctx, store); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var limiter *rate.Limiter
+	if e, ok := r.clients[store.Name]; ok {
+		limiter = e.limiter
+	}
+	// The limiter is part of the version: a client rebuilt for the store's S3 side
+	// (another budget) rebuilds the admin client on it.
+	version := fmt.Sprintf("%s/%d/%s/%p", store.UID, store.Generation, credsVersion, limiter)
 	if e, ok := r.quotas[store.Name]; ok && e.version == version {
 		return e.client, nil
 	}
@@ -49,6 +60,7 @@ func (r *Registry) QuotaClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 		CABundle:              []byte(store.Spec.CABundle),
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		RequestTimeout:        r.RequestTimeout,
+		Limiter:               limiter,
 	})
 	if err != nil {
 		return nil, &Error{Reason: bkv1.ReasonAdminAPIUnavailable, Message: fmt.Sprintf("cannot build an admin API client for store %s: %v", store.Name, err)}
