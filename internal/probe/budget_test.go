@@ -174,6 +174,15 @@ func TestFullChannelWaitsAndForgetAbandons(t *testing.T) {
 	}
 	forgotten := inflight() // one event buffered, the next blocked
 	s.Forget(forgotten)
+	// The channel is still full, so the abandoned send can only have taken the abort:
+	// wait until the loop blocks on the next key before reading any event. (Reading
+	// earlier would make room, and a sender that wakes to both a closed abort and room
+	// picks either: Forget is best effort once the channel can take the event.)
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.abort != nil && s.inflight != forgotten
+	})
 	got := map[types.NamespacedName]bool{}
 	for range 3 {
 		select {
