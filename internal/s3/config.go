@@ -162,6 +162,7 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 		APIOptions: []func(*middlewareStack) error{
 			attemptMiddleware(c.limiter, cfg.Observer),
 			contentMD5Middleware,
+			closeAfterMiddleware,
 		},
 	})
 	return c, nil

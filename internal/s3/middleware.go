@@ -126,3 +126,30 @@ func contentMD5Middleware(stack *middleware.Stack) error {
 			return next.HandleBuild(ctx, in)
 		}), middleware.After)
 }
+
+// closeAfterOperations are answered by some stores with bytes beyond the response:
+// Ceph RGW (20.2) answers GetPublicAccessBlock of a bucket without one with its 404
+// NoSuchPublicAccessBlockConfiguration error and then, past the Content-Length, a
+// default configuration. On a kept-alive connection those bytes would be read as the
+// start of the next response on it (a malformed answer to an unrelated request), or
+// make Go drop the connection with "Unsolicited response received on idle HTTP
+// channel". Their connection is closed after the answer instead: one connection per
+// such call, once per bucket and sync.
+var closeAfterOperations = map[string]bool{
+	"GetPublicAccessBlock": true,
+}
+
+// closeAfterMiddleware asks for the connection to be closed after the operations
+// above ("Connection: close"), so nothing a store sends after their answer is read
+// as another request's.
+func closeAfterMiddleware(stack *middleware.Stack) error {
+	return stack.Build.Add(middleware.BuildMiddlewareFunc("bucketkeeperCloseAfter",
+		func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (
+			middleware.BuildOutput, middleware.Metadata, error,
+		) {
+			if req, ok := in.Request.(*smithyhttp.Request); ok && closeAfterOperations[awsmiddleware.GetOperationName(ctx)] {
+				req.Close = true
+			}
+			return next.HandleBuild(ctx, in)
+		}), middleware.After)
+}
