@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"golang.org/x/time/rate"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
 // Limits is a bucket's quota. Zero in a field is no limit; Limits{} is no quota.
