@@ -3,11 +3,12 @@ package storagebucket
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // desiredQuota is the quota a claim asks of its store: its spec.quota, else the store's
@@ -28,8 +29,8 @@ func desiredQuota(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) (limits quota
 			return quota.Limits{}, true, reconcile.Terminalf(bkv1.ReasonQuotaNotAllowed, "spec.quota.maxSize %s must be at least one byte", q.MaxSize.String())
 		}
 		if q.MaxSize != nil && q.MaxSize.Cmp(maxQuotaSize) > 0 {
-			// Past int64 a quantity's value wraps: refused, or a huge ask would read as
-			// negative, which the stores take for no limit at all.
+			// Past int64 a quantity's value is lost (1e30 reads as 0, no limit): refused,
+			// so a claim never gets another quota than the one it reads.
 			return quota.Limits{}, true, reconcile.Terminalf(bkv1.ReasonQuotaNotAllowed, "spec.quota.maxSize %s is above %s, the most a quota may say", q.MaxSize.String(), maxQuotaSize.String())
 		}
 		want = limitsOf(q)
@@ -59,7 +60,7 @@ func capped(l, most quota.Limits) quota.Limits {
 }
 
 // maxQuotaSize is the largest size a quota may say (1 EiB): far above any bucket, and
-// safely inside int64, which a quantity's value leaves silently.
+// safely inside int64, past which a quantity's value is lost silently.
 var maxQuotaSize = resource.MustParse("1Ei")
 
 // limitsOf reads an API quota; sizes round up to whole bytes, and a size above
