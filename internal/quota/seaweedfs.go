@@ -31,8 +31,10 @@ type seaweedQuota struct {
 	Enabled bool   `json:"quota_enabled"`
 }
 
-// checkBucket: a lookup of a bucket that cannot exist proves the identity may use
-// the extension (the answer is NoSuchBucket after authorization, AccessDenied before).
+// seaweedCheckBucket is looked up by Check: SeaweedFS authorizes before it looks, so
+// NoSuchBucket (or the quota, should someone have made such a bucket) proves the
+// identity may use the extension, and AccessDenied that it may not. Unlike RGW's admin
+// API, the extension needs a valid bucket name, so this one could exist; it is only read.
 const seaweedCheckBucket = "bucketkeeper-admin-check-0"
 
 func (c *seaweedFS) Check(ctx context.Context) error {
