@@ -14,10 +14,12 @@ import (
 )
 
 var (
-	// S3Requests counts every HTTP attempt to a store, by operation and answer.
+	// S3Requests counts every HTTP attempt to a store, by operation and answer: S3's, and
+	// the admin API's (AdminCheck, GetBucketUsage, GetBucketQuota, SetBucketQuota), which
+	// go to the same endpoint and spend the same budget.
 	S3Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bucketkeeper_s3_requests_total",
-		Help: "S3 requests sent, by store, operation and HTTP status code (or error kind when no answer arrived).",
+		Help: "Requests sent to a store's endpoint (S3 and admin API), by store, operation and HTTP status code (or error kind when no answer arrived).",
 	}, []string{"store", "operation", "code"})
 
 	// StatusWrites counts status patches; the operator skips writes that change nothing.

@@ -70,6 +70,10 @@ type Config struct {
 	// spends too: tenants' claims cannot send the store more through its admin API
 	// than through S3.
 	Limiter *rate.Limiter
+	// Observer, when set, sees every admin request: its operation and HTTP status (0
+	// when no answer came, with the error), so admin calls show in the same request
+	// metrics as S3's.
+	Observer func(operation string, httpStatus int, err error)
 }
 
 // Factory builds a Client; tests swap it.

@@ -33,6 +33,7 @@ type signedAPI struct {
 	// timeout bounds each call as a whole, on top of the caller's deadline.
 	timeout time.Duration
 	limiter *rate.Limiter
+	observe func(operation string, httpStatus int, err error)
 }
 
 func newSignedAPI(cfg Config) (*signedAPI, error) {
@@ -55,7 +56,7 @@ func newSignedAPI(cfg Config) (*signedAPI, error) {
 		region = s3.DefaultRegion
 	}
 	return &signedAPI{
-		base: u, region: region, http: hc, signer: v4.NewSigner(), secret: cfg.SecretAccessKey, timeout: cfg.RequestTimeout, limiter: cfg.Limiter,
+		base: u, region: region, http: hc, signer: v4.NewSigner(), secret: cfg.SecretAccessKey, timeout: cfg.RequestTimeout, limiter: cfg.Limiter, observe: cfg.Observer,
 		creds: aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey},
 	}, nil
 }
@@ -90,6 +91,13 @@ func (c *signedAPI) do(ctx context.Context, op, method, bucket, path string, que
 		return s3.APIError(op, bucket, 0, "", "", err)
 	}
 	resp, err := c.http.Do(req)
+	if c.observe != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		c.observe(op, status, err)
+	}
 	if err != nil {
 		return s3.APIError(op, bucket, 0, "", "", err, c.secret)
 	}

@@ -62,6 +62,7 @@ func (r *Registry) QuotaClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		RequestTimeout:        r.RequestTimeout,
 		Limiter:               limiter,
+		Observer:              r.observer(store.Name),
 	})
 	if err != nil {
 		return nil, &Error{Reason: bkv1.ReasonAdminAPIUnavailable, Message: fmt.Sprintf("cannot build an admin API client for store %s: %v", store.Name, err)}

@@ -178,10 +178,7 @@ func (r *Registry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore,
 		Limiter:               entry.limiter,
 		RequestTimeout:        r.RequestTimeout,
 	}
-	if r.Observer != nil {
-		name := store.Name
-		cfg.Observer = func(op string, status int, err error) { r.Observer(name, op, status, err) }
-	}
+	cfg.Observer = r.observer(store.Name)
 	c, err := r.Factory(ctx, cfg)
 	if err != nil {
 		return nil, &Error{Reason: bkv1.ReasonTLSError, Message: fmt.Sprintf("cannot build a client for store %s: %v", store.Name, err)}
@@ -362,4 +359,12 @@ func Region(store *bkv1.ObjectStore) string {
 		return store.Spec.Region
 	}
 	return defaults.StoreRegion
+}
+
+// observer is Observer bound to one store's name, or nil without an Observer.
+func (r *Registry) observer(store string) func(op string, status int, err error) {
+	if r.Observer == nil {
+		return nil
+	}
+	return func(op string, status int, err error) { r.Observer(store, op, status, err) }
 }
