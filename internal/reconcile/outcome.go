@@ -27,7 +27,12 @@ type StepError struct {
 	// Waiting marks a failure that another object's watch will resolve (the store
 	// becoming reachable): neither stalled nor retried on a timer.
 	Waiting bool
-	Err     error
+	// KeepsVerdict marks a failure that says nothing about the object itself (its
+	// ObjectStore's new spec is not checked yet): an object verified before keeps its
+	// conditions, so editing a store does not flip every bucket on it to Ready=False
+	// and back.
+	KeepsVerdict bool
+	Err          error
 }
 
 func (e *StepError) Error() string {

@@ -198,11 +198,12 @@ func (r *Reconciler) summarize(ctx context.Context, sb *bkv1.StorageBucket, patc
 		return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 	}
 
-	if err.Reason == bkv1.ReasonStoreUnreachable && lastVerified(sb) {
-		// A store outage says nothing new about a bucket that was verified: Ready keeps
-		// that verdict, Available=Unknown (reconcileAvailability) and the ObjectStore's
-		// own conditions carry the outage. Flipping Ready here would turn every
-		// application's health red, with two status writes per bucket, for a blip.
+	if (err.Reason == bkv1.ReasonStoreUnreachable || err.KeepsVerdict) && lastVerified(sb) {
+		// A store outage, or a store edit not checked yet, says nothing new about a
+		// bucket that was verified: Ready keeps that verdict, and the ObjectStore's own
+		// conditions carry the outage (with Available=Unknown, reconcileAvailability).
+		// Flipping Ready here would turn every application's health red, with two
+		// status writes per bucket, for a blip.
 		if err.Waiting {
 			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil // the store's watch wakes us
 		}

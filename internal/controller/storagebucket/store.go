@@ -110,7 +110,11 @@ func storeHealth(store *bkv1.ObjectStore) error {
 	ready := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady)
 	switch {
 	case ready == nil || ready.ObservedGeneration != store.Generation:
-		return reconcile.Waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
+		// Nothing is known yet of the store as it is now (an edit of its spec is
+		// checked within moments): the store's status update wakes its buckets.
+		err := reconcile.Waitingf(bkv1.ReasonObjectStoreNotReady, "waiting for ObjectStore %q to be checked", store.Name)
+		err.KeepsVerdict = true
+		return err
 	case ready.Status == metav1.ConditionTrue:
 		return nil
 	}

@@ -27,6 +27,8 @@ func TestStoreHealth(t *testing.T) {
 		reason   string
 		terminal bool
 		waiting  bool
+		// keeps: a verified bucket keeps its verdict (the store's spec is not checked).
+		keeps    bool
 		mentions []string
 	}
 	// The store's own message names its internals (addresses, TLS chains): a bucket's
@@ -38,13 +40,13 @@ func TestStoreHealth(t *testing.T) {
 		want  want
 	}{
 		{"no conditions", nil,
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, keeps: true, mentions: []string{"to be checked"}}},
 		{"only other conditions", []metav1.Condition{{Type: bkv1.ConditionStalled, Status: metav1.ConditionFalse, Reason: "x", ObservedGeneration: gen}},
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, keeps: true, mentions: []string{"to be checked"}}},
 		{"Ready True for an older generation", ready(metav1.ConditionTrue, bkv1.ReasonReady, "ok", gen-1),
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, keeps: true, mentions: []string{"to be checked"}}},
 		{"CredentialsInvalid for an older generation", ready(metav1.ConditionFalse, bkv1.ReasonCredentialsInvalid, "bad", gen-1),
-			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, mentions: []string{"to be checked"}}},
+			want{reason: bkv1.ReasonObjectStoreNotReady, waiting: true, keeps: true, mentions: []string{"to be checked"}}},
 		{"Ready True", ready(metav1.ConditionTrue, bkv1.ReasonReady, "ok", gen),
 			want{ok: true}},
 		{"StoreUnreachable", ready(metav1.ConditionFalse, bkv1.ReasonStoreUnreachable, "connection refused "+internals, gen),
@@ -75,8 +77,9 @@ func TestStoreHealth(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("storeHealth = %v (%T), want a *stepError", err, err)
 			}
-			if se.Reason != tc.want.reason || se.Terminal != tc.want.terminal || se.Waiting != tc.want.waiting {
-				t.Errorf("storeHealth = reason %q terminal %v waiting %v, want %q %v %v", se.Reason, se.Terminal, se.Waiting, tc.want.reason, tc.want.terminal, tc.want.waiting)
+			if se.Reason != tc.want.reason || se.Terminal != tc.want.terminal || se.Waiting != tc.want.waiting || se.KeepsVerdict != tc.want.keeps {
+				t.Errorf("storeHealth = reason %q terminal %v waiting %v keeps %v, want %q %v %v %v",
+					se.Reason, se.Terminal, se.Waiting, se.KeepsVerdict, tc.want.reason, tc.want.terminal, tc.want.waiting, tc.want.keeps)
 			}
 			for _, m := range append([]string{`"minio"`}, tc.want.mentions...) {
 				if !strings.Contains(se.Message, m) {
