@@ -177,11 +177,11 @@ func (e *env) newNamespace(name string) error {
 // createBuckets creates n StorageBuckets at once (concurrently), labelled for one
 // manager's --watch-label-selector.
 func (e *env) createBuckets(ns, label string, n int, interval time.Duration) error {
-	return e.createRange(ns, label, 0, n, interval)
+	return e.createRange(ns, label, storeName, 0, n, interval)
 }
 
-// createRange creates StorageBuckets b-<from> .. b-<to-1>.
-func (e *env) createRange(ns, label string, from, to int, interval time.Duration) error {
+// createRange creates StorageBuckets b-<from> .. b-<to-1> on store.
+func (e *env) createRange(ns, label, store string, from, to int, interval time.Duration) error {
 	work := make(chan int)
 	errs := make(chan error, concurrency)
 	var wg sync.WaitGroup
@@ -191,7 +191,7 @@ func (e *env) createRange(ns, label string, from, to int, interval time.Duration
 			defer wg.Done()
 			for i := range work {
 				sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b-%05d", i), Labels: map[string]string{"bench": label}},
-					Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: storeName},
+					Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store},
 						Tags:  map[string]string{"bench": label},
 						Probe: bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: interval}}}}
 				if err := e.k8s.Create(e.ctx, sb); err != nil {

@@ -244,7 +244,7 @@ func (e *env) memory() error {
 
 func (e *env) createMore(ns string, from, to int) error {
 	for i := from; i < to; i += e.n {
-		if err := e.createRange(ns, "memory", i, min(to, i+e.n), 5*time.Minute); err != nil {
+		if err := e.createRange(ns, "memory", storeName, i, min(to, i+e.n), 5*time.Minute); err != nil {
 			return err
 		}
 	}
