@@ -120,5 +120,23 @@ peers=("$@")
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
-for p in "${peers[@]}"; do build_one "$p"; done
+# The Debian roots wait mostly on the mirror and dpkg, the Go peers on the CPU: the two
+# kinds are made side by side, each kind one peer at a time (both roots may install
+# mmdebstrap, which takes dpkg's lock). Both are waited for, so no build outlives a
+# failure of the other.
+roots=() gos=()
+for p in "${peers[@]}"; do
+	case $p in
+	rgw | moto) roots+=("$p") ;;
+	*) gos+=("$p") ;;
+	esac
+done
+(for p in "${roots[@]}"; do build_one "$p"; done) &
+roots_pid=$!
+(for p in "${gos[@]}"; do build_one "$p"; done) &
+gos_pid=$!
+rc=0
+wait "$gos_pid" || rc=$?
+wait "$roots_pid" || rc=$?
+[ "$rc" = 0 ] || exit "$rc"
 link_bin
