@@ -71,14 +71,29 @@ const (
 var ownLabels = []string{bkv1.LabelSecretRole, bkv1.LabelManagedBy, bkv1.LabelStorageBucket, bkv1.LabelBucketAccess}
 
 // TransformSecret turns a Secret from the API server into the bounded summary above.
+//
+// It is idempotent, as client-go requires of a transform that may see an object twice:
+// a reflector that starts with a watch-list (client-go's default) transforms each object
+// into its temporary store and again as it replaces the informer's content with that
+// store's objects. A second pass over a summary, which has no data, would put the
+// digest of empty data in its label: every connection Secret would then look changed
+// to a restarted operator, and each sync would rewrite it.
 func TransformSecret() toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		s, ok := in.(*corev1.Secret)
-		if !ok {
+		if !ok || isSummary(s) {
 			return in, nil
 		}
 		return summarizeSecret(s), nil
 	}
+}
+
+// isSummary says whether s is already a summarizeSecret result: it carries the digest
+// label and has no managedFields. The API server records managedFields on every object
+// it stores, so a tenant's Secret that copies the label is still summarized afresh.
+func isSummary(s *corev1.Secret) bool {
+	_, digested := s.Labels[bkv1.LabelCachedDataDigest]
+	return digested && len(s.ManagedFields) == 0
 }
 
 func summarizeSecret(s *corev1.Secret) *corev1.Secret {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -52,6 +53,52 @@ func TestTransformSecret(t *testing.T) {
 	forged.Labels[bkv1.LabelCachedDataDigest] = a.Labels[bkv1.LabelCachedDataDigest]
 	if cached(forged).Labels[bkv1.LabelCachedDataDigest] != b.Labels[bkv1.LabelCachedDataDigest] {
 		t.Fatal("a digest label from the server survived the transform")
+	}
+}
+
+// TestTransformSecretIsIdempotent: a summary passed through the transform again, as a
+// watch-list reflector does (its temporary store, then the informer's Replace), is
+// kept as it is: the digest still names the server's data, an access Secret keeps its
+// key pair, a truncated summary stays marked. Before, the second pass took the digest
+// of the summary's empty data, and a restarted operator rewrote every connection
+// Secret on each sync.
+func TestTransformSecretIsIdempotent(t *testing.T) {
+	transform := TransformSecret()
+	once := func(in *corev1.Secret) *corev1.Secret {
+		out, err := transform(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Secret)
+	}
+	big := map[string]string{}
+	for i := range 100 {
+		big[fmt.Sprintf("tenant.example/label-%03d", i)] = strings.Repeat("v", 60)
+	}
+	tests := map[string]*corev1.Secret{
+		"connection":  {Data: map[string][]byte{"BUCKET_NAME": []byte("b")}},
+		"credentials": {Data: map[string][]byte{"accessKeyID": []byte("id"), "secretAccessKey": []byte("sk")}},
+		"access":      {Data: map[string][]byte{bkv1.SecretKeyAWSAccessKeyID: []byte("AK"), bkv1.SecretKeyAWSSecretKey: []byte("SK"), "BUCKET_NAME": []byte("b")}},
+		"truncated":   {ObjectMeta: metav1.ObjectMeta{Labels: big}, Data: map[string][]byte{"BUCKET_NAME": []byte("b")}},
+	}
+	roles := map[string]string{"connection": bkv1.SecretRoleConnection, "credentials": bkv1.SecretRoleCredentials,
+		"access": bkv1.SecretRoleAccess, "truncated": bkv1.SecretRoleConnection}
+	for name, s := range tests {
+		t.Run(name, func(t *testing.T) {
+			if s.Labels == nil {
+				s.Labels = map[string]string{}
+			}
+			s.Name, s.Labels[bkv1.LabelSecretRole] = "s", roles[name]
+			s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "bucketkeeper"}}
+			first := once(s)
+			if first.Labels[bkv1.LabelCachedDataDigest] != ConnectionDataDigest(s.Data) {
+				t.Fatalf("first pass: digest %q is not the data's", first.Labels[bkv1.LabelCachedDataDigest])
+			}
+			again := once(first.DeepCopy())
+			if !equality.Semantic.DeepEqual(first, again) {
+				t.Errorf("a second pass changed the summary:\nfirst %+v\nagain %+v", first, again)
+			}
+		})
 	}
 }
 
