@@ -182,6 +182,18 @@ func (e *env) createBuckets(ns, label string, n int, interval time.Duration) err
 
 // createRange creates StorageBuckets b-<from> .. b-<to-1> on store.
 func (e *env) createRange(ns, label, store string, from, to int, interval time.Duration) error {
+	return inParallel(from, to, func(i int) error {
+		sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b-%05d", i), Labels: map[string]string{"bench": label}},
+			Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store},
+				Tags:  map[string]string{"bench": label},
+				Probe: bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: interval}}}}
+		return e.k8s.Create(e.ctx, sb)
+	})
+}
+
+// inParallel calls do for every i in [from, to) on `concurrency` workers, and returns
+// one of the errors, if any (every call is made either way).
+func inParallel(from, to int, do func(i int) error) error {
 	work := make(chan int)
 	errs := make(chan error, concurrency)
 	var wg sync.WaitGroup
@@ -190,11 +202,7 @@ func (e *env) createRange(ns, label, store string, from, to int, interval time.D
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b-%05d", i), Labels: map[string]string{"bench": label}},
-					Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store},
-						Tags:  map[string]string{"bench": label},
-						Probe: bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: interval}}}}
-				if err := e.k8s.Create(e.ctx, sb); err != nil {
+				if err := do(i); err != nil {
 					select {
 					case errs <- err:
 					default:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -180,28 +179,14 @@ func (e *env) putAnObjectInEach(ns string, rgw *testenv.S3Server) error {
 		return err
 	}
 	s3c := rgw.Client()
-	work := make(chan string)
-	errs := make(chan error, len(list.Items))
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for bucket := range work {
-				_, err := s3c.PutObject(e.ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("object"), Body: bytes.NewReader(make([]byte, 1024))})
-				if err != nil {
-					errs <- fmt.Errorf("put into %s: %w", bucket, err)
-				}
-			}
-		}()
-	}
-	for i := range list.Items {
-		work <- list.Items[i].Status.BucketName
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	return <-errs // nil when none failed
+	return inParallel(0, len(list.Items), func(i int) error {
+		bucket := list.Items[i].Status.BucketName
+		_, err := s3c.PutObject(e.ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("object"), Body: bytes.NewReader(make([]byte, 1024))})
+		if err != nil {
+			return fmt.Errorf("put into %s: %w", bucket, err)
+		}
+		return nil
+	})
 }
 
 // waitUsage waits until every bucket of ns shows the object putAnObjectInEach wrote in
