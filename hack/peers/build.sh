@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway)
-# from the Go module proxy and caches each one in a directory keyed by its version and
-# a hash of its wrapper module, so a second run costs nothing. The peer `rgw` (Ceph RGW)
-# is a Debian root filesystem unpacked by rgw-root.sh instead, linked as `rgw-root`; the
-# peer `moto` (the AWS stand-in) one unpacked by moto-root.sh, linked as `moto-root`.
+# Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway,
+# and kube-node: the kubelet, kube-proxy, kube-controller-manager and kube-scheduler in
+# one binary) from the Go module proxy and caches each one in a directory keyed by its
+# version and a hash of its wrapper module, so a second run costs nothing. The peers
+# `rgw` (Ceph RGW), `moto` (the AWS stand-in) and `node` (containerd, runc, the CNI
+# plugins and nft for the test node) are Debian root filesystems unpacked by
+# PEER-root.sh instead, linked as PEER-root.
 #
 #   hack/peers/build.sh [peer ...]   build what is missing (default: all), then print
 #                                    the bin directory holding every peer on stdout
@@ -20,7 +22,7 @@ source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
 # kube-apiserver first: it compiles most of what the operator's own builds need (see
 # go_build), and those run beside the peers' build.
-all_peers=(kube-apiserver etcd versitygw weed rgw moto)
+all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
 # own non-race builds (vet, the tests) compile with: the build cache keys a compiled
@@ -36,8 +38,10 @@ version_of() {
 	etcd) echo "$ETCD_VERSION" ;;
 	weed) echo "$SEAWEEDFS_VERSION" ;;
 	versitygw) echo "$VERSITYGW_VERSION" ;;
+	kube-node) echo "$KUBE_VERSION" ;;
 	rgw) echo "$RGW_SUITE" ;;
 	moto) echo "$MOTO_SUITE" ;;
+	node) echo "$NODE_SUITE" ;;
 	*) echo "unknown peer: $1" >&2; exit 2 ;;
 	esac
 }
@@ -46,7 +50,7 @@ version_of() {
 # decides how it is built (wrapper module, shared lifeline module, Go version).
 key_of() {
 	local peer=$1 sum
-	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then # no Go: the scripts (and the package list) decide it
+	if is_root "$peer"; then # no Go: the scripts (and the package list) decide it
 		sum=$(cat "$here/$peer-root.sh" "$here/debian-root.sh" | sha256sum | cut -c1-12)
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
@@ -58,8 +62,16 @@ key_of() {
 # artifact_of is the name under which a peer sits in its cache and bin directories.
 artifact_of() {
 	case $1 in
-	rgw | moto) echo "$1-root" ;;
+	rgw | moto | node) echo "$1-root" ;;
 	*) echo "$1" ;;
+	esac
+}
+
+# is_root tells a Debian root (unpacked by PEER-root.sh) from a Go peer.
+is_root() {
+	case $1 in
+	rgw | moto | node) return 0 ;;
+	*) return 1 ;;
 	esac
 }
 
@@ -72,21 +84,21 @@ bin_dir() {
 build_one() {
 	local peer=$1 dest="$cache/$(key_of "$1")"
 	[ -x "$dest/$(artifact_of "$peer")" ] && return 0
-	if [ "$peer" = rgw ] || [ "$peer" = moto ]; then
+	if is_root "$peer"; then
 		mkdir -p "$dest"
 		"$here/$peer-root.sh" "$dest/$peer-root" >&2
 		return 0
 	fi
 	local start=$SECONDS ldflags="-s -w" pkg=.
 	case $peer in
-	kube-apiserver)
+	kube-apiserver | kube-node)
 		local v=${KUBE_VERSION#v} major minor
 		major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
 		for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 			ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
 			ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 		done
-		echo ">> building kube-apiserver $KUBE_VERSION (first run only: ~5 min on 2 cores, ~2.4 GB while linking)" >&2 ;;
+		echo ">> building $peer $KUBE_VERSION (first run only: minutes on 2 cores, ~2.5 GB while linking)" >&2 ;;
 	etcd) echo ">> building etcd $ETCD_VERSION (first run only: ~1 min)" >&2 ;;
 	weed) pkg=github.com/seaweedfs/seaweedfs/weed
 		echo ">> building SeaweedFS weed $SEAWEEDFS_VERSION (first run only: ~7 min, ~2.7 GB while linking)" >&2 ;;
@@ -127,7 +139,7 @@ flock 9
 roots=() gos=()
 for p in "${peers[@]}"; do
 	case $p in
-	rgw | moto) roots+=("$p") ;;
+	rgw | moto | node) roots+=("$p") ;;
 	*) gos+=("$p") ;;
 	esac
 done
