@@ -142,7 +142,7 @@ func missingPeers(peers ...string) []string {
 
 // peerArtifacts names what build.sh links into the bin directory for a peer that
 // is no single executable: rgw and moto are root filesystems.
-var peerArtifacts = map[string]string{"rgw": "rgw-root", "moto": "moto-root"}
+var peerArtifacts = map[string]string{"rgw": "rgw-root", "moto": "moto-root", "node": "node-root"}
 
 // peerBinary returns the path of one peer executable (or root filesystem),
 // building it when needed.
@@ -203,7 +203,11 @@ func sweepStaleDirs() {
 func removeTempDir(dir string) error {
 	if b, err := os.ReadFile(filepath.Join(dir, cleanupList)); err == nil {
 		for _, p := range strings.Split(string(b), "\n") {
-			if p = strings.TrimSpace(p); p != "" {
+			switch p = strings.TrimSpace(p); {
+			case p == "":
+			case strings.HasPrefix(p, "/sys/fs/cgroup/"): // a test node's cgroup root
+				_ = removeCgroupTree(p)
+			default:
 				_ = os.Remove(p)
 			}
 		}
