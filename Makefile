@@ -84,7 +84,7 @@ build: ## Build the manager binary into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: peers
-peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, the Ceph RGW root) if missing.
+peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, kube-node, the Ceph RGW, moto and node roots) if missing.
 	hack/peers/build.sh
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.
@@ -93,6 +93,10 @@ TEST_LOGS ?= bin/test-logs
 # t.Parallel) run in a test process of their own, beside the others: -run and -skip
 # take the same pattern, so a test left off or misspelt here still runs, with the rest.
 CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery)$$
+
+# The install test (a real node, the chart and config/default as Pods) mostly waits on
+# Pods: it runs beside the other suites, not after the rest of test/manifests.
+INSTALL_TESTS := ^TestInstall$$
 
 # test builds the peers in the background while it vets and compiles the test binaries
 # (different packages, so nothing is compiled twice, and the peers' single-threaded links
@@ -109,8 +113,9 @@ test: ## Run every test against the real peers (built on first use).
 	  race '$(GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -skip "$(CONTROLLER_WAITING)" $(RACE_PKGS)' \
 	  race-waiting '$(GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -run "$(CONTROLLER_WAITING)" ./internal/controller/' \
 	  rest '$(GO) test $(TEST_FLAGS) $(TEST_VET) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
+	  install '(cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -run "$(INSTALL_TESTS)" .)' \
 	  nested 'rc=0; \
-	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
+	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -skip "$(INSTALL_TESTS)" ./...) || rc=1; \
 	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
 	    (cd bench && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
 	    exit $$rc' \
