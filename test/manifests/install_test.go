@@ -332,8 +332,9 @@ func (in *installer) leader(pods []corev1.Pod) string {
 	return leader
 }
 
-// provision creates an ObjectStore on the test store, reached through the node, and a
-// StorageBucket on it, waits until the bucket is Ready and Available, and returns it.
+// provision creates an ObjectStore on the test store, reached through the node, waits
+// until it is Ready, creates a StorageBucket on it, waits until the bucket is Ready and
+// Available, and returns it.
 func (in *installer) provision() *bkv1.StorageBucket {
 	in.t.Helper()
 	endpoint, err := in.cluster.Expose(strings.TrimPrefix(in.store.Endpoint, "http://"))
@@ -347,6 +348,17 @@ func (in *installer) provision() *bkv1.StorageBucket {
 		Endpoint: "http://" + endpoint, Region: in.store.Region, ForcePathStyle: true,
 		CredentialsSecretRef: &bkv1.SecretReference{Namespace: namespace, Name: "store-creds"},
 	}})
+	in.eventually(3*time.Minute, "ObjectStore seaweedfs Ready", func() error {
+		store := &bkv1.ObjectStore{}
+		if err := in.c.Get(in.ctx, client.ObjectKey{Name: "seaweedfs"}, store); err != nil {
+			return err
+		}
+		if c := apimeta.FindStatusCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil ||
+			c.Status != metav1.ConditionTrue || c.ObservedGeneration != store.Generation {
+			return fmt.Errorf("condition Ready: %+v", c)
+		}
+		return nil
+	})
 	in.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}})
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "photos"}, Spec: bkv1.StorageBucketSpec{
 		ObjectStoreRef: bkv1.ObjectStoreReference{Name: "seaweedfs"}, DeletionPolicy: bkv1.DeletionPolicyRetain,
