@@ -1,7 +1,9 @@
 // Package testenv is the harness every test suite of the project shares: it finds
 // the repository, builds or locates the real test peers (kube-apiserver, etcd,
-// SeaweedFS weed, Versity S3 Gateway, a Debian root holding Ceph RGW), and runs them as child processes that
-// listen on loopback only and cannot outlive the test binary.
+// SeaweedFS weed, Versity S3 Gateway, Debian roots holding Ceph RGW and moto), and runs
+// them as child processes that listen on loopback only and cannot outlive the test
+// binary. For the install test it also runs a whole single-node cluster (Cluster: the
+// kubelet, kube-proxy, containerd and runc in namespaces of the node's own).
 //
 // Why real servers instead of fakes: the operator's behaviour on the wire (error
 // codes, ownership rules, outages) is exactly what its tests must pin down, and
