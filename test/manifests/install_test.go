@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,19 +224,16 @@ func (in *installer) create(o client.Object) {
 	}
 }
 
-// eventually polls cond until it returns nil, failing the test with its last error.
+// eventually checks cond every half second until it holds (returns nil), failing the
+// test with cond's last error when timeout passes first.
 func (in *installer) eventually(timeout time.Duration, what string, cond func() error) {
 	in.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || in.ctx.Err() != nil {
-			in.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(500 * time.Millisecond)
+	var last error
+	if err := wait.PollUntilContextTimeout(in.ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = cond()
+		return last == nil, nil
+	}); err != nil {
+		in.t.Fatalf("waiting for %s: %v (%v)", what, last, err)
 	}
 }
 

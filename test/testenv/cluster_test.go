@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -41,14 +42,12 @@ func TestClusterRunsAPodAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last *corev1.Pod
-	for last == nil || last.Status.Phase != corev1.PodRunning || last.Status.PodIP == "" {
-		if ctx.Err() != nil {
-			t.Fatalf("Pod not Running with an IP: %+v\n%s", last.Status, c.Logs())
-		}
-		time.Sleep(200 * time.Millisecond)
-		if last, err = cs.CoreV1().Pods("default").Get(ctx, "pause", metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	var getErr error
+	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last, getErr = cs.CoreV1().Pods("default").Get(ctx, "pause", metav1.GetOptions{})
+		return getErr == nil && last.Status.Phase == corev1.PodRunning && last.Status.PodIP != "", nil
+	}); err != nil {
+		t.Fatalf("Pod not Running with an IP: %v (last: %v, %+v)\n%s", err, getErr, last, c.Logs())
 	}
 	t.Logf("Pod running at %s", last.Status.PodIP)
 
