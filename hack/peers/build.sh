@@ -59,20 +59,17 @@ key_of() {
 	echo "$peer-$(version_of "$peer")-$sum"
 }
 
-# artifact_of is the name under which a peer sits in its cache and bin directories.
-artifact_of() {
-	case $1 in
-	rgw | moto | node) echo "$1-root" ;;
-	*) echo "$1" ;;
-	esac
-}
-
 # is_root tells a Debian root (unpacked by PEER-root.sh) from a Go peer.
 is_root() {
 	case $1 in
 	rgw | moto | node) return 0 ;;
 	*) return 1 ;;
 	esac
+}
+
+# artifact_of is the name under which a peer sits in its cache and bin directories.
+artifact_of() {
+	if is_root "$1"; then echo "$1-root"; else echo "$1"; fi
 }
 
 bin_dir() {
@@ -138,10 +135,7 @@ flock 9
 # failure of the other.
 roots=() gos=()
 for p in "${peers[@]}"; do
-	case $p in
-	rgw | moto | node) roots+=("$p") ;;
-	*) gos+=("$p") ;;
-	esac
+	if is_root "$p"; then roots+=("$p"); else gos+=("$p"); fi
 done
 (for p in "${roots[@]}"; do build_one "$p"; done) &
 roots_pid=$!

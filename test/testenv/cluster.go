@@ -233,7 +233,7 @@ func (c *Cluster) Expose(loopbackAddr string) (string, error) {
 // DialContext dials addr from inside the node's network, where cluster IPs and Pod IPs
 // are routed: the test's way to a Service, as a Pod on the node would reach it.
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	return dialInNetNS(ctx, c.node.netns, network, addr)
+	return c.node.dial(ctx, network, addr)
 }
 
 // HTTPClient is an HTTP client whose connections start inside the node's network

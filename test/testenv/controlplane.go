@@ -190,6 +190,26 @@ func (c *ControlPlane) TempDirs() []string {
 	return dirs
 }
 
+// procStat returns the fields of /proc/PID/stat after the parenthesised command name
+// (state, ppid, ...), or nil when the process is gone.
+func procStat(pid int) []string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// ProcessExited reports whether pid has exited (a zombie nobody reaped yet counts).
+func ProcessExited(pid int) bool {
+	fields := procStat(pid)
+	return len(fields) == 0 || fields[0] == "Z"
+}
+
 // childWithArg finds the child of this process whose command line contains arg.
 // envtest keeps its process handles private; the directories we gave it are
 // unique, so they identify our own children.
@@ -204,16 +224,7 @@ func childWithArg(arg string) int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command name: state, ppid, ...
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
+		fields := procStat(pid)
 		if len(fields) < 2 || fields[1] != self {
 			continue
 		}

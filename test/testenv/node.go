@@ -171,16 +171,6 @@ func cgroupMounts() ([]string, error) {
 	return mounts, sc.Err()
 }
 
-// processGone reports whether pid has exited (a zombie nobody reaped counts as gone).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i < 0 || strings.HasPrefix(strings.TrimSpace(string(stat[i+1:])), "Z")
-}
-
 // removeCgroupTree removes a cgroup directory and every cgroup below it, deepest first
 // (a cgroup goes only once empty; its processes may take a moment to die).
 func removeCgroupTree(dir string) error {
@@ -215,6 +205,11 @@ func (n *Node) forward(listenAddr, target string) error {
 	}
 	n.forwards = append(n.forwards, f)
 	return nil
+}
+
+// dial dials addr from inside the node's network.
+func (n *Node) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialInNetNS(ctx, n.netns, network, addr)
 }
 
 // startIn starts a node process inside the node's namespaces.
@@ -284,11 +279,7 @@ func (n *Node) waitReady(cfg *rest.Config, timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	proxyHealth := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialInNetNS(ctx, n.netns, network, addr)
-		},
-	}}
+	proxyHealth := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: n.dial}}
 	for {
 		for _, p := range n.processes {
 			if p.Exited() {
@@ -374,7 +365,7 @@ func (n *Node) stop() error {
 	}
 	if n.initPID > 0 { // the kernel kills the namespace's processes once its init is gone
 		deadline := time.Now().Add(30 * time.Second)
-		for !processGone(n.initPID) && time.Now().Before(deadline) {
+		for !ProcessExited(n.initPID) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
