@@ -8,7 +8,8 @@
 # them side by side shortens `make test` by minutes on two cores. Every suite runs to its
 # end, whatever the others do. Each log is printed whole as its suite finishes, so the
 # output of one suite is never interleaved with another's; a summary with each suite's
-# status and wall time closes the output. A suite that is interrupted is stopped by PID.
+# status, wall time and CPU time (user+system of the suite's processes) closes the output:
+# two suites' CPU summed against two cores' wall time shows whether they wait or compete. A suite that is interrupted is stopped by PID.
 set -uo pipefail
 
 if (($# < 3 || ($# - 1) % 2 != 0)); then
@@ -19,6 +20,15 @@ logdir=$1
 shift
 mkdir -p "$logdir"
 
+# cpu_seconds turns the children's line of bash's `times` ("1m2.500s 0m3.250s") into
+# whole seconds of user plus system time.
+cpu_seconds() {
+	local user sys
+	{ read -r _ && read -r user sys; } <"$1" 2>/dev/null || { echo "?"; return; }
+	awk -v u="$user" -v s="$sys" 'function sec(t) { split(t, a, "m"); sub("s", "", a[2]); return a[1] * 60 + a[2] }
+		BEGIN { printf "%d", sec(u) + sec(s) }'
+}
+
 names=() pids=() starts=()
 declare -A byPid=()
 trap 'for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null; done; exit 130' INT TERM
@@ -27,7 +37,12 @@ set -m # each suite in its own process group, so an interrupt stops all of its p
 while (($#)); do
 	name=$1 cmd=$2
 	shift 2
-	bash -c "$cmd" >"$logdir/$name.log" 2>&1 &
+	(
+		bash -c "$cmd"
+		rc=$?
+		times >"$logdir/$name.cpu" # no pipe: in a subshell, times would count nothing
+		exit $rc
+	) >"$logdir/$name.log" 2>&1 &
 	pids+=($!)
 	names+=("$name")
 	starts+=("$SECONDS")
@@ -51,13 +66,14 @@ while ((${#running[@]} > 0)); do
 	left=()
 	for p in "${running[@]}"; do [[ $p == "$done_pid" ]] || left+=("$p"); done
 	running=("${left[@]}")
-	echo ">> ===== ${names[i]}: exit $rc after ${took}s ====="
+	cpu=$(cpu_seconds "$logdir/${names[i]}.cpu")
+	echo ">> ===== ${names[i]}: exit $rc after ${took}s (cpu ${cpu}s) ====="
 	cat "$logdir/${names[i]}.log"
 	if ((rc != 0)); then
 		failed=1
-		summary+=("FAIL ${names[i]} (exit $rc, ${took}s)")
+		summary+=("FAIL ${names[i]} (exit $rc, ${took}s, cpu ${cpu}s)")
 	else
-		summary+=("ok   ${names[i]} (${took}s)")
+		summary+=("ok   ${names[i]} (${took}s, cpu ${cpu}s)")
 	fi
 done
 

@@ -25,12 +25,13 @@ cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/p
 all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
-# own non-race builds (vet, the tests) compile with: the build cache keys a compiled
-# package by its flags, so kube-apiserver, etcd and our modules share the packages they
-# import at one version (k8s.io/*, grpc, otel, the AWS SDK...; the wrapper modules
-# require the operator's versions) instead of each compiling them. -trimpath or
-# CGO_ENABLED=0 here would make every one of them a different package to the cache.
-go_build=(env GOFLAGS=-mod=readonly go build)
+# own non-race builds (vet, the tests, the install test's image; see the Makefile) compile
+# with: static, no -trimpath. The build cache keys a compiled package by its flags, so
+# kube-apiserver, etcd and our modules share the packages they import at one version
+# (k8s.io/*, grpc, otel, the AWS SDK...; the wrapper modules require the operator's
+# versions) instead of each compiling them. Static peers are also what their projects
+# release.
+go_build=(env CGO_ENABLED=0 GOFLAGS=-mod=readonly go build)
 
 version_of() {
 	case $1 in
@@ -55,7 +56,7 @@ key_of() {
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
 	fi
-	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION CGO_ENABLED; echo "${go_build[*]}") | sha256sum | cut -c1-12)
+	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION; echo "${go_build[*]}") | sha256sum | cut -c1-12)
 	echo "$peer-$(version_of "$peer")-$sum"
 }
 
