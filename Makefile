@@ -11,14 +11,6 @@ GO ?= go
 # detector needs cgo; RACE_GO turns it back on for the -race builds only.
 export CGO_ENABLED := 0
 RACE_GO := CGO_ENABLED=1 $(GO)
-# The compiler writes no DWARF (debug information) for any of those builds: the test
-# binaries are linked without it (-ldflags=-w, TEST_FLAGS) and the peers stripped, so it
-# was only ever thrown away, and writing it is a quarter of the compile's CPU (421 against
-# 322 CPU seconds for client-go and controller-runtime on a cold cache). Stack traces and
-# race reports come from the symbol table, which stays. The peers are built with the same
-# flag (hack/peers/build.sh), so the packages they share with ours are still compiled
-# once. `make build GOFLAGS=` gives a binary a debugger can read.
-export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
 RACE_PKGS := ./internal/... ./cmd/...
