@@ -8,8 +8,10 @@
 # them side by side shortens `make test` by minutes on two cores. Every suite runs to its
 # end, whatever the others do. Each log is printed whole as its suite finishes, so the
 # output of one suite is never interleaved with another's; a summary with each suite's
-# status, wall time and CPU time (user+system of the suite's processes) closes the output:
-# two suites' CPU summed against two cores' wall time shows whether they wait or compete. A suite that is interrupted is stopped by PID.
+# status, wall time and CPU time closes the output. The CPU time is user plus system of
+# the suite's processes that were waited for (its go commands, test binaries and the peers
+# they start and stop), so set against two cores' wall time it shows whether the suites
+# wait or compete. A suite that is interrupted is stopped by PID.
 set -uo pipefail
 
 if (($# < 3 || ($# - 1) % 2 != 0)); then
