@@ -31,9 +31,9 @@ const heapGrowthBound = 32 << 20
 const floodSecrets = 200
 
 // TestLabelledSecretsDoNotGrowTheManager: a tenant with Secrets in its namespace labels
-// floodSecrets of them, of 1 MB each, with every role the manager caches. The manager's live heap
-// stays within heapGrowthBound, and it keeps serving buckets, whose credentials it now
-// reads past the cache.
+// floodSecrets of them, of 1 MB each, with every role the manager caches. The manager's
+// live heap stays within heapGrowthBound, and it keeps serving buckets, whose credentials
+// it now reads past the cache.
 func TestLabelledSecretsDoNotGrowTheManager(t *testing.T) {
 	mgr := startManager(t, cfg, operator.Options{})
 	f := newFixture(t, "")
