@@ -30,8 +30,10 @@ all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
 # kube-apiserver, etcd and our modules share the packages they import at one version
 # (k8s.io/*, grpc, otel, the AWS SDK...; the wrapper modules require the operator's
 # versions) instead of each compiling them. Static peers are also what their projects
-# release.
-go_build=(env CGO_ENABLED=0 GOFLAGS=-mod=readonly go build)
+# release. -dwarf=false: the peers are linked stripped (-s -w), so the debug information
+# the compiler would write for each package is never used; make test compiles with the same
+# flag, so the packages they share stay one compile.
+go_build=(env CGO_ENABLED=0 "GOFLAGS=-mod=readonly -gcflags=all=-dwarf=false" go build)
 
 version_of() {
 	case $1 in
