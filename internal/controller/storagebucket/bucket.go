@@ -50,7 +50,8 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 				return err
 			}
 		}
-		r.provisioned(scope, bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket")
+		reason, format := ownedReason(sb, scope.bucket)
+		r.provisioned(scope, reason, format)
 		return nil
 	case released:
 		if err := r.confirmNamespace(ctx, scope); err != nil {
@@ -92,6 +93,21 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 	r.provisioned(scope, bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted")
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketAdopted, "Adopt", "adopted pre-existing bucket %s", scope.bucket)
 	return nil
+}
+
+// ownedReason says why a bucket already tagged as this claim's is provisioned, for a
+// Provisioned condition not yet true (a true one keeps its reason: provisioned). The pass
+// that tagged it recorded no reason when its status write lost to a newer copy of the
+// object (a conflict, then a retry that finds the tags already there), yet the status it
+// started from still tells: this object's create intent, or its consent to adopt.
+func ownedReason(sb *bkv1.StorageBucket, bucket string) (reason, format string) {
+	switch {
+	case createIntended(sb, bucket):
+		return bkv1.ReasonBucketCreated, "bucket %q created"
+	case sb.Spec.Adoption == bkv1.AdoptionIfUnowned:
+		return bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted"
+	}
+	return bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket"
 }
 
 // createIntended says whether this very object (not an earlier one of the same name)
