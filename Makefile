@@ -109,6 +109,7 @@ INSTALL_TESTS := ^TestInstall$$
 # test builds the peers in the background while it vets and compiles the test binaries
 # (different packages, so nothing is compiled twice, and the peers' single-threaded links
 # overlap with compiling), then runs the suites side by side on warm binaries.
+.PHONY: test
 # make test's compiles write no DWARF (debug information): its test binaries are linked
 # without it (-ldflags=-w, TEST_FLAGS) and the peers stripped, so it was only ever thrown
 # away, and writing it is a quarter of the compile's CPU (421 against 322 CPU seconds for
@@ -117,7 +118,6 @@ INSTALL_TESTS := ^TestInstall$$
 # (hack/peers/build.sh), and the binaries the tests build inherit it, so the packages they
 # share are still compiled once. Only make test sets it: make build and make dev keep the
 # debug information a debugger reads.
-.PHONY: test
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use).
 	@mkdir -p bin; hack/peers/build.sh >bin/peers.out 2>bin/peers.log & peers=$$!; \

@@ -74,7 +74,7 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 		if err := r.tagOwner(ctx, scope, tags); err != nil {
 			return err
 		}
-		r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+		r.provisioned(scope, bkv1.ReasonBucketCreated, createdMessage)
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s", scope.bucket)
 		return nil
 	}
@@ -90,10 +90,17 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 	if err := r.tagOwner(ctx, scope, tags); err != nil {
 		return err
 	}
-	r.provisioned(scope, bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted")
+	r.provisioned(scope, bkv1.ReasonBucketAdopted, adoptedMessage)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketAdopted, "Adopt", "adopted pre-existing bucket %s", scope.bucket)
 	return nil
 }
+
+// The Provisioned messages of a bucket this claim created or adopted: the pass that did
+// it and a retry that finds its tags already there (ownedReason) say the same.
+const (
+	createdMessage = "bucket %q created"
+	adoptedMessage = "pre-existing bucket %q adopted"
+)
 
 // ownedReason says why a bucket already tagged as this claim's is provisioned, for a
 // Provisioned condition not yet true (a true one keeps its reason: provisioned). The pass
@@ -103,9 +110,9 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 func ownedReason(sb *bkv1.StorageBucket, bucket string) (reason, format string) {
 	switch {
 	case createIntended(sb, bucket):
-		return bkv1.ReasonBucketCreated, "bucket %q created"
+		return bkv1.ReasonBucketCreated, createdMessage
 	case sb.Spec.Adoption == bkv1.AdoptionIfUnowned:
-		return bkv1.ReasonBucketAdopted, "pre-existing bucket %q adopted"
+		return bkv1.ReasonBucketAdopted, adoptedMessage
 	}
 	return bkv1.ReasonBucketBound, "bucket %q is owned by this StorageBucket"
 }
@@ -159,7 +166,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonBucketRecreated, "Create", "bucket %s had disappeared from the store and was created again (empty)", scope.bucket)
 		return nil
 	}
-	r.provisioned(scope, bkv1.ReasonBucketCreated, "bucket %q created")
+	r.provisioned(scope, bkv1.ReasonBucketCreated, createdMessage)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonBucketCreated, "Create", "created bucket %s in region %s", scope.bucket, scope.region)
 	return nil
 }
