@@ -21,7 +21,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
 # kube-apiserver first: it compiles most of what the operator's own builds need (see
-# go_build), and those run beside the peers' build.
+# go_build), and those run beside the peers' build. make test builds all but kube-node
+# before its suites (the Makefile's SUITE_PEERS) and kube-node in its install suite.
 all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
@@ -58,7 +59,7 @@ key_of() {
 		echo "$peer-$(version_of "$peer")-$sum"
 		return
 	fi
-	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go lifeline/* 2>/dev/null; go env GOVERSION; echo "${go_build[*]}") | sha256sum | cut -c1-12)
+	sum=$( (cd "$here" && cat "$peer"/go.mod "$peer"/go.sum "$peer"/*.go "$peer"/*.sh lifeline/* 2>/dev/null; go env GOVERSION; echo "${go_build[*]}") | sha256sum | cut -c1-12)
 	echo "$peer-$(version_of "$peer")-$sum"
 }
 
@@ -79,6 +80,22 @@ bin_dir() {
 	local keys="" p
 	for p in "${all_peers[@]}"; do keys+="$(key_of "$p") "; done
 	echo "$cache/bin-$(echo "$keys" | sha256sum | cut -c1-12)"
+}
+
+# lean_weed DIR copies SeaweedFS's module source into DIR/src, trims the plugins no test
+# configures (weed/lean.sh: a fifth of what weed alone compiles) and prints the path of a
+# go.mod, the wrapper's with SeaweedFS replaced by that copy, for go build's -modfile.
+lean_weed() {
+	local dir=$1 mod
+	mod=$(cd "$here/weed" && go mod download -json github.com/seaweedfs/seaweedfs | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	[ -d "$mod" ] || { echo "build.sh: SeaweedFS's source is not in the module cache" >&2; return 1; }
+	mkdir -p "$dir/src" "$dir/mod"
+	cp -R "$mod/." "$dir/src/"
+	chmod -R u+w "$dir/src"
+	"$here/weed/lean.sh" "$dir/src"
+	cp "$here/weed/go.mod" "$here/weed/go.sum" "$dir/mod/"
+	(cd "$here/weed" && go mod edit -modfile "$dir/mod/go.mod" -replace "github.com/seaweedfs/seaweedfs=$dir/src")
+	echo "$dir/mod/go.mod"
 }
 
 build_one() {
@@ -105,9 +122,11 @@ build_one() {
 	versitygw) pkg=github.com/versity/versitygw/cmd/versitygw
 		echo ">> building Versity S3 Gateway $VERSITYGW_VERSION (first run only: ~2 min)" >&2 ;;
 	esac
-	mkdir -p "$dest.tmp"
-	(cd "$here/$peer" && "${go_build[@]}" -ldflags "$ldflags" -o "$dest.tmp/$peer" "$pkg") >&2
-	rm -rf "$dest" && mv "$dest.tmp" "$dest"
+	rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+	local modfile=()
+	[ "$peer" != weed ] || modfile=(-modfile "$(lean_weed "$dest.tmp")")
+	(cd "$here/$peer" && "${go_build[@]}" "${modfile[@]}" -ldflags "$ldflags" -o "$dest.tmp/$peer" "$pkg") >&2
+	rm -rf "$dest.tmp/src" "$dest.tmp/mod" "$dest" && mv "$dest.tmp" "$dest"
 	echo ">> $peer ready in $((SECONDS - start))s" >&2
 }
 
