@@ -97,18 +97,29 @@ peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, k
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.
 TEST_LOGS ?= bin/test-logs
-# The controller tests that mostly wait on sync and probe intervals (they call
-# t.Parallel) run in a test process of their own, beside the others: -run and -skip
-# take the same pattern, so a test left off or misspelt here still runs, with the rest.
-CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery)$$
+# The controller tests that mostly wait (on sync and probe intervals, SeaweedFS's
+# once-a-minute quota check, managers killed and restarted) run in a test process of
+# their own, beside the others, so that the other process is not the last to end: -run
+# and -skip take the same pattern, so a test left off or misspelt here still runs, with
+# the rest.
+CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes)$$
 
 # The install test (a real node, the chart and config/default as Pods) mostly waits on
 # Pods: it runs beside the other suites, not after the rest of test/manifests.
 INSTALL_TESTS := ^TestInstall$$
+# The tests that run the single-node cluster, and so need kube-node: the install suite runs
+# them (and the rest suite skips them), after building kube-node itself.
+NODE_TESTS := ^TestClusterRunsAPodAndLeavesNothing$$
+# The peers every suite but the install suite needs: all but kube-node.
+SUITE_PEERS := kube-apiserver etcd versitygw weed rgw moto node
 
 # test builds the peers in the background while it vets and compiles the test binaries
 # (different packages, so nothing is compiled twice, and the peers' single-threaded links
-# overlap with compiling), then runs the suites side by side on warm binaries.
+# overlap with compiling), then runs the suites side by side on warm binaries. kube-node,
+# the last peer to build on an empty cache (some four minutes) and needed by two tests
+# only, is built by the install suite once the suites run, so that the others start
+# without waiting for it: its build fills the CPU the suites leave while they wait on
+# their servers. When it is cached, the install suite finds it at once.
 .PHONY: test
 # make test's compiles write no DWARF (debug information): its test binaries are linked
 # without it (-ldflags=-w, TEST_FLAGS) and the peers stripped, so it was only ever thrown
@@ -120,7 +131,7 @@ INSTALL_TESTS := ^TestInstall$$
 # debug information a debugger reads.
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use).
-	@mkdir -p bin; hack/peers/build.sh >bin/peers.out 2>bin/peers.log & peers=$$!; \
+	@mkdir -p bin; hack/peers/build.sh $(SUITE_PEERS) >bin/peers.out 2>bin/peers.log & peers=$$!; \
 	rc=0; for step in test-binaries-race verify test-binaries; do \
 	  start=$$SECONDS; $(MAKE) --no-print-directory $$step || { rc=$$?; break; }; \
 	  echo ">> $$step took $$((SECONDS - start))s"; \
@@ -132,8 +143,11 @@ test: ## Run every test against the real peers (built on first use).
 	hack/run-suites.sh $(TEST_LOGS) \
 	  race '$(RACE_GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -skip "$(CONTROLLER_WAITING)" $(RACE_PKGS)' \
 	  race-waiting '$(RACE_GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -run "$(CONTROLLER_WAITING)" ./internal/controller/' \
-	  rest '$(GO) test $(TEST_FLAGS) $(TEST_VET) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
-	  install '(cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -run "$(INSTALL_TESTS)" .)' \
+	  rest '$(GO) test $(TEST_FLAGS) $(TEST_VET) -v -skip "$(NODE_TESTS)" $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
+	  install 'hack/peers/build.sh kube-node >/dev/null || exit 1; rc=0; \
+	    $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -run "$(NODE_TESTS)" ./test/testenv/ || rc=1; \
+	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -run "$(INSTALL_TESTS)" .) || rc=1; \
+	    exit $$rc' \
 	  nested 'rc=0; \
 	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -skip "$(INSTALL_TESTS)" ./...) || rc=1; \
 	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
@@ -149,8 +163,9 @@ test-binaries-race:
 	@echo ">> compiling the race-instrumented test binaries"
 	@$(RACE_GO) list -export -test -race $(RACE_PKGS) >/dev/null
 
-# test-binaries compiles every package of the test binaries the suites run, one go command
-# at a time: the suites start side by side, and two go commands compiling the same packages
+# test-binaries compiles every package of the plain test binaries the suites run (make test
+# runs test-binaries-race, for the race-instrumented ones, first), one go command at a
+# time: the suites start side by side, and two go commands compiling the same packages
 # at once (the race and race-waiting suites share a thousand race-instrumented packages)
 # each compile them. go list -export -test compiles them, test variants included, into the
 # build cache, as go test would, and fails on a compile error; it links nothing, so each
@@ -158,7 +173,6 @@ test-binaries-race:
 .PHONY: test-binaries
 test-binaries:
 	@echo ">> compiling the test binaries"
-	@$(RACE_GO) list -export -test -race $(RACE_PKGS) >/dev/null
 	@$(GO) list -export -test $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/) >/dev/null
 	@for m in $(NESTED); do (cd $$m && $(GO) list -export -test ./... >/dev/null) || exit 1; done
 
