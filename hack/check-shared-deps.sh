@@ -17,7 +17,8 @@
 # (k8s.io/*, grpc, otel, x/*) are compiled once on a cold cache, not twice. weed and
 # versitygw are not: weed builds on a grpc development snapshot none of our modules
 # should take, and versitygw shares little beyond the AWS SDK (their wrappers require
-# our versions where theirs were lower).
+# our versions where theirs were lower). Nor is hack/vettool: it pins the x/tools the Go
+# toolchain vendors for cmd/vet, and compiles almost nothing else our modules do.
 #
 # Only dependencies that provide packages to more than one module's build (its packages
 # and their tests, as go list -deps -test sees them, and the operator's benchbaseline

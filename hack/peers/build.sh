@@ -21,8 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
 # kube-apiserver first: it compiles most of what the operator's own builds need (see
-# go_build), and those run beside the peers' build. make test builds all but kube-node
-# before its suites (the Makefile's SUITE_PEERS) and kube-node in its install suite.
+# go_build), and those run beside the peers' build.
 all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
