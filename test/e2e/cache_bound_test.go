@@ -20,15 +20,16 @@ import (
 
 // heapGrowthBound is what floodSecrets hostile Secrets may add to the manager's live heap:
 // the cache keeps each as a summary of at most a few kilobytes (TransformSecret), so the
-// figure is about 1 MiB; the bound leaves room for the informers' own bookkeeping and for
-// whatever else this process allocates meanwhile. Keeping their data would cost 200 MiB,
-// six times the bound.
-const heapGrowthBound = 32 << 20
+// figure is under 1 MiB (1.2 MiB measured for twice as many); the bound leaves room for the
+// informers' own bookkeeping and for whatever else this process allocates meanwhile.
+// Keeping their data would cost 100 MiB, six times the bound.
+const heapGrowthBound = 16 << 20
 
-// floodSecrets is how many 1 MB Secrets the tenant labels. 200 MB is enough to tell a
+// floodSecrets is how many 1 MB Secrets the tenant labels. 100 MB is enough to tell a
 // cache that keeps data from one that keeps summaries; every further megabyte only costs
-// the API server, etcd and the informers CPU (500 of them took three minutes of make test).
-const floodSecrets = 200
+// the API server, etcd and the informers CPU (500 of them took three minutes of make
+// test, 200 of them 100 seconds).
+const floodSecrets = 100
 
 // TestLabelledSecretsDoNotGrowTheManager: a tenant with Secrets in its namespace labels
 // floodSecrets of them, of 1 MB each, with every role the manager caches. The manager's
