@@ -125,7 +125,7 @@ INSTALL_TESTS := ^TestInstall$$
 # single-threaded links overlap with compiling), then runs the suites side by side on warm
 # binaries, go vet among them. Every peer is built before the suites start: kube-node,
 # built by the install suite beside the others instead, took 731 s there against some 220 s
-# before them on an empty cache, and made that suite the last by seven minutes, as the
+# before them on an empty cache, and made that suite the last by almost four minutes, as the
 # suites leave no CPU idle.
 .PHONY: test
 # make test's compiles write no DWARF (debug information): its test binaries are linked
