@@ -17,15 +17,20 @@ RACE_PKGS := ./internal/... ./cmd/...
 # Generated files that `make verify` checks are up to date.
 GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds \
 	charts/bucketkeeper/files
-# -ldflags=-w: test binaries without DWARF link about a quarter faster (the race-built
-# controller suite: 7.7 s instead of 10 s), and make test links about thirty of them each
-# run; stack traces come from the symbol table, which stays.
-TEST_FLAGS ?= -count=1 -timeout 30m -ldflags=-w
+# make test builds its test binaries once into TEST_BIN (hack/test-bin.sh) and its suites run
+# them with TEST_RUN's flags. -ldflags=-w: test binaries without DWARF link about a quarter
+# faster (the race-built controller suite: 7.7 s instead of 10 s); stack traces come from
+# the symbol table, which stays.
+TEST_BIN := bin/tests
+TEST_BUILD := -ldflags=-w
+TEST_RUN := -test.v=true -test.count=1 -test.timeout=30m
 # make test vets every module (go vet, all its analyzers) in a suite beside the tests, so
 # its go test commands leave out go test's own vet: a subset of the same analyzers, which go
 # test runs again on every dependency too (for their facts), once for each way the packages
 # are compiled (plain, -race, fuzz-instrumented), as vet results are keyed by the compile.
 TEST_VET := -vet=off
+# The operator module's packages that run without the race detector.
+PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)
 
 .PHONY: all
 all: build
@@ -129,7 +134,7 @@ INSTALL_TESTS := ^TestInstall$$
 # suites leave no CPU idle.
 .PHONY: test
 # make test's compiles write no DWARF (debug information): its test binaries are linked
-# without it (-ldflags=-w, TEST_FLAGS) and the peers stripped, so it was only ever thrown
+# without it (-ldflags=-w, TEST_BUILD) and the peers stripped, so it was only ever thrown
 # away, and writing it is a quarter of the compile's CPU (421 against 322 CPU seconds for
 # client-go and controller-runtime on an empty cache). Stack traces and race reports come
 # from the symbol table, which stays. The peers are compiled with the same flag
@@ -148,39 +153,37 @@ test: ## Run every test against the real peers (built on first use).
 	bin=$$(tail -n1 bin/peers.out); export BUCKETKEEPER_PEERS_BIN=$$bin; \
 	echo ">> peers in $$bin after $${SECONDS}s"; \
 	hack/run-suites.sh $(TEST_LOGS) \
-	  race '$(RACE_GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -skip "$(CONTROLLER_WAITING)" $(RACE_PKGS)' \
-	  race-waiting '$(RACE_GO) test $(TEST_FLAGS) $(TEST_VET) -race -v -run "$(CONTROLLER_WAITING)" ./internal/controller/' \
-	  rest '$(GO) test $(TEST_FLAGS) $(TEST_VET) -v $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)' \
-	  install '(cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -run "$(INSTALL_TESTS)" .)' \
+	  race 'hack/test-bin.sh run $(TEST_BIN)/race $(TEST_RUN) -test.skip "$(CONTROLLER_WAITING)" -- $(RACE_PKGS)' \
+	  race-waiting 'hack/test-bin.sh run $(TEST_BIN)/race $(TEST_RUN) -test.run "$(CONTROLLER_WAITING)" -- ./internal/controller/' \
+	  rest 'hack/test-bin.sh run $(TEST_BIN)/main $(TEST_RUN) -- $(PLAIN_PKGS)' \
+	  install 'cd test/manifests && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/test-manifests $(TEST_RUN) -test.run "$(INSTALL_TESTS)" -- .' \
 	  nested 'rc=0; \
-	    (cd test/manifests && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v -skip "$(INSTALL_TESTS)" ./...) || rc=1; \
-	    (cd cmd/bucketkeeper-dev && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
-	    (cd bench && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
-	    (cd hack/vettool && $(GO) test $(TEST_FLAGS) $(TEST_VET) -v ./...) || rc=1; \
+	    (cd test/manifests && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/test-manifests $(TEST_RUN) -test.skip "$(INSTALL_TESTS)" -- ./...) || rc=1; \
+	    $(foreach m,$(filter-out test/manifests,$(NESTED)),(cd $(m) && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_RUN) -- ./...) || rc=1;) \
 	    exit $$rc' \
 	  fuzz '$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
 	  vet '$(MAKE) --no-print-directory vet'
 
-# test-binaries-race compiles the race-instrumented packages first, beside kube-apiserver's
-# build: nothing else compiles them, while vet and the plain test binaries reuse much of what
-# kube-apiserver compiles (hack/peers/build.sh) once it has.
+# test-binaries-race builds the race-instrumented test binaries first, beside
+# kube-apiserver's build: nothing else compiles their packages, while vet and the plain
+# test binaries reuse much of what kube-apiserver compiles (hack/peers/build.sh) once it has.
 .PHONY: test-binaries-race
 test-binaries-race:
-	@echo ">> compiling the race-instrumented test binaries"
-	@$(RACE_GO) list -export -test -race $(RACE_PKGS) >/dev/null
+	@echo ">> building the race-instrumented test binaries"
+	@CGO_ENABLED=1 hack/test-bin.sh build $(TEST_BIN)/race -race $(TEST_BUILD) $(TEST_VET) -- $(RACE_PKGS)
 
-# test-binaries compiles every package of the plain test binaries the suites run (make test
-# runs test-binaries-race, for the race-instrumented ones, first), one go command at a
-# time: the suites start side by side, and two go commands compiling the same packages
-# at once (the race and race-waiting suites share a thousand race-instrumented packages)
-# each compile them. go list -export -test compiles them, test variants included, into the
-# build cache, as go test would, and fails on a compile error; it links nothing, so each
-# test binary is linked once, by its suite (go test -exec true linked each one here too).
+# test-binaries builds every plain test binary the suites run (make test runs
+# test-binaries-race, for the race-instrumented ones, first), one go command at a time:
+# the suites start side by side, and two go commands compiling the same packages at once
+# each compile them. Each binary is linked into TEST_BIN once, and again only when one of
+# its packages changed (hack/test-bin.sh): go test would link each one on every run, the
+# race-built controller suite twice (two suites run it): 118 CPU seconds of a warm
+# make test.
 .PHONY: test-binaries
 test-binaries:
-	@echo ">> compiling the test binaries"
-	@$(GO) list -export -test $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/) >/dev/null
-	@for m in $(NESTED); do (cd $$m && $(GO) list -export -test ./... >/dev/null) || exit 1; done
+	@echo ">> building the test binaries"
+	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS)
+	@$(foreach m,$(NESTED),(cd $(m) && $(CURDIR)/hack/test-bin.sh build $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_BUILD) $(TEST_VET) -- ./...) &&) true
 
 # fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs
 # them with one worker beside the other suites. Every run happens; any failure fails.
