@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -123,54 +121,19 @@ func assertAccessDenied(t *testing.T, what string, err error) {
 }
 
 // assertAWSCLIWithTheSecret runs the README's recipe with the aws CLI users have
-// (Debian's awscli v2, testenv.AWSCLI), given nothing but one sample's access Secret as
-// environment: an upload and a listing of its bucket, both in the portable form that
-// passes --endpoint-url and in the form that relies on AWS_ENDPOINT_URL_S3 (read by
-// v2.13 and later), and a listing of another sample's bucket refused AccessDenied.
+// (Debian's awscli v2, testenv.AWSCLIRecipe), given nothing but one sample's access
+// Secret as environment: an upload and a listing of its bucket, in both of the README's
+// forms, and a listing of another sample's bucket refused AccessDenied.
 func assertAWSCLIWithTheSecret(t *testing.T, kubeconfig string, samples map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	names, secrets := sampleSecrets(ctx, t, kubeconfig, samples)
 	own, other := names[0], names[1]
-	secret := secrets[own]
-	var env []string
-	for k, v := range secret.Data {
-		env = append(env, k+"="+string(v))
-	}
-	endpoint, bucket := string(secret.Data[bkv1.AccessSecretKeyEndpoint]), string(secret.Data[bkv1.AccessSecretKeyBucketName])
-	dir := t.TempDir()
-	file := filepath.Join(dir, "upload.txt")
-	if err := os.WriteFile(file, []byte("from the aws CLI"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	aws := func(args ...string) (string, error) {
-		cmd, err := testenv.AWSCLI(ctx, dir, env, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	for _, form := range []struct {
-		name string
-		args []string
-	}{
-		{"--endpoint-url", []string{"--endpoint-url", endpoint}},
-		{"AWS_ENDPOINT_URL_S3 alone", nil},
-	} {
-		key := "aws-cli/" + strings.ReplaceAll(form.name, " ", "-")
-		if out, err := aws(append([]string{"s3", "cp", file, "s3://" + bucket + "/" + key}, form.args...)...); err != nil {
-			t.Fatalf("aws s3 cp (%s) into %s's bucket: %v\n%s", form.name, own, err, out)
-		}
-		out, err := aws(append([]string{"s3", "ls", "s3://" + bucket + "/aws-cli/"}, form.args...)...)
-		if err != nil || !strings.Contains(out, strings.TrimPrefix(key, "aws-cli/")) {
-			t.Fatalf("aws s3 ls (%s) of %s's bucket: %v\n%s", form.name, own, err, out)
-		}
-	}
-	out, err := aws("s3", "ls", "s3://"+samples[other]+"/", "--endpoint-url", endpoint)
-	if err == nil || !strings.Contains(out, "AccessDenied") {
-		t.Fatalf("aws s3 ls of %s's bucket with %s's Secret: %v, want AccessDenied\n%s", other, own, err, out)
+	data := secrets[own].Data
+	endpoint, bucket := string(data[bkv1.AccessSecretKeyEndpoint]), string(data[bkv1.AccessSecretKeyBucketName])
+	if err := testenv.AWSCLIRecipe(ctx, t.TempDir(), data, endpoint, bucket, samples[other]); err != nil {
+		t.Fatalf("%s's Secret: %v", own, err)
 	}
 }
 

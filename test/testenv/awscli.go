@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // AWSCLI returns the aws CLI as users run it (Debian trixie's awscli, v2), from the
@@ -33,4 +34,62 @@ func AWSCLI(ctx context.Context, dir string, env []string, args ...string) (*exe
 		"AWS_PAGER="), env...)
 	cmd.Dir = dir
 	return cmd, nil
+}
+
+// AWSCLIRecipe runs the README's recipe for an access Secret with the aws CLI users have,
+// given nothing but the Secret's data as environment: an upload into bucket (the
+// Secret's own) and a listing of it, both in the portable form that passes
+// --endpoint-url endpoint and in the form that relies on AWS_ENDPOINT_URL_S3 alone
+// (read by v2.13 and later), then a listing of otherBucket, which the store must refuse
+// 403 AccessDenied. dir is the CLI's HOME and scratch directory. The error says which step
+// failed, with the CLI's output.
+func AWSCLIRecipe(ctx context.Context, dir string, secret map[string][]byte, endpoint, bucket, otherBucket string) error {
+	env := make([]string, 0, len(secret))
+	for k, v := range secret {
+		env = append(env, k+"="+string(v))
+	}
+	file := filepath.Join(dir, "upload.txt")
+	if err := os.WriteFile(file, []byte("from the aws CLI"), 0o600); err != nil {
+		return err
+	}
+	aws := func(args ...string) (string, error) {
+		cmd, err := AWSCLI(ctx, dir, env, args...)
+		if err != nil {
+			return "", err
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, form := range []struct {
+		name string
+		args []string
+	}{
+		{"--endpoint-url", []string{"--endpoint-url", endpoint}},
+		{"AWS_ENDPOINT_URL_S3 alone", nil},
+	} {
+		key := "aws-cli/" + strings.ReplaceAll(form.name, " ", "-")
+		if out, err := aws(append([]string{"s3", "cp", file, "s3://" + bucket + "/" + key}, form.args...)...); err != nil {
+			return fmt.Errorf("aws s3 cp (%s) into %s: %w\n%s", form.name, bucket, err, out)
+		}
+		out, err := aws(append([]string{"s3", "ls", "s3://" + bucket + "/aws-cli/"}, form.args...)...)
+		if err != nil || !strings.Contains(out, strings.TrimPrefix(key, "aws-cli/")) {
+			return fmt.Errorf("aws s3 ls (%s) of %s: %v, want %s listed\n%s", form.name, bucket, err, key, out)
+		}
+	}
+	// The refusal is read from the store's answer, which --debug logs, not from the CLI's
+	// message: Ceph RGW's AccessDenied carries an empty <Message>, on which aws CLI 2.23's
+	// S3 error formatter fails ("argument of type 'NoneType' is not iterable").
+	out, err := aws("s3", "ls", "s3://"+otherBucket+"/", "--endpoint-url", endpoint, "--debug")
+	if err == nil || !strings.Contains(out, `HTTP/1.1" 403 `) || !strings.Contains(out, "<Code>AccessDenied</Code>") {
+		return fmt.Errorf("aws s3 ls of %s with the Secret of %s: %v, want a 403 AccessDenied\n%s", otherBucket, bucket, err, tail(out, 4096))
+	}
+	return nil
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
