@@ -2,7 +2,9 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
+# GO is exported for hack/test-bin.sh, which builds and lists with it as the recipes do.
 GO ?= go
+export GO
 # Every build here but the race detector's is static (CGO_ENABLED=0), as the release
 # image's (Dockerfile) and the test peers' (hack/peers/build.sh) are: the build cache keys
 # each compiled package by it, so vet, the test binaries, the peers and the install test's

@@ -45,8 +45,12 @@ run) ;;
 *) usage ;;
 esac
 
-# Packages with tests, in go list's order, as "IMPORTPATH DIR".
-mapfile -t tested < <("$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${pkgs[@]}")
+# Packages with tests, in go list's order, as "IMPORTPATH DIR". A failed listing, or one
+# with no tests in it, fails: a suite that runs nothing must not pass.
+listing=$("$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${pkgs[@]}") ||
+	{ echo "test-bin: go list ${pkgs[*]} failed" >&2; exit 1; }
+mapfile -t tested < <(grep . <<<"$listing")
+((${#tested[@]} > 0)) || { echo "test-bin: no package with tests in ${pkgs[*]}" >&2; exit 1; }
 dir=$(cd "$dir" && pwd) || exit 1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
