@@ -120,7 +120,7 @@ func TestFailoverWithBinary(t *testing.T) {
 	// to wait before calling it a failure.
 	t.Logf("the new leader served probes and a new claim %s after the takeover", time.Since(resumed).Round(time.Second))
 	if survivor.Exited() {
-		t.Fatalf("the surviving replica exited; log tail:\n%s", tail(survivor.logText(), 4000))
+		t.Fatalf("the surviving replica exited; log tail:\n%s", testenv.Tail(survivor.logText(), 4000))
 	}
 	// The fixture's cleanup deletes the 21 claims while the survivor still runs: its
 	// t.Cleanup was registered after startBinary's, so it runs first.
@@ -166,7 +166,7 @@ func startBinary(t *testing.T, bin, kubeconfig, logPath string) *binary {
 			t.Error(err)
 		}
 		if t.Failed() {
-			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.PID(), tail(p.logText(), 6000))
+			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.PID(), testenv.Tail(p.logText(), 6000))
 		}
 	})
 	return p

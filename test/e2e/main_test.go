@@ -101,7 +101,7 @@ func startManager(t *testing.T, restCfg *rest.Config, opts operator.Options) man
 	mark := logs.Len()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("manager logs since the test started (tail):\n%s", tail(logs.From(mark), 12000))
+			t.Logf("manager logs since the test started (tail):\n%s", testenv.Tail(logs.From(mark), 12000))
 		}
 	})
 	return mgr
@@ -322,11 +322,4 @@ func ignoreExists(err error) error {
 		return nil
 	}
 	return err
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }

@@ -81,15 +81,7 @@ func AWSCLIRecipe(ctx context.Context, dir string, secret map[string][]byte, end
 	// S3 error formatter fails ("argument of type 'NoneType' is not iterable").
 	out, err := aws("s3", "ls", "s3://"+otherBucket+"/", "--endpoint-url", endpoint, "--debug")
 	if err == nil || !strings.Contains(out, `HTTP/1.1" 403 `) || !strings.Contains(out, "<Code>AccessDenied</Code>") {
-		return fmt.Errorf("aws s3 ls of %s with the Secret of %s: %v, want a 403 AccessDenied\n%s", otherBucket, bucket, err, tail(out, 4096))
+		return fmt.Errorf("aws s3 ls of %s with the Secret of %s: %v, want a 403 AccessDenied\n%s", otherBucket, bucket, err, Tail(out, 4096))
 	}
 	return nil
-}
-
-// tail is the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

@@ -38,3 +38,12 @@ func (b *LogBuffer) From(n int) string {
 	defer b.mu.Unlock()
 	return string(b.buf.Bytes()[n:])
 }
+
+// Tail is the last n bytes of a log, marked as cut when it was longer: what a failing
+// test prints of a process's output.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
