@@ -123,8 +123,8 @@ type StorageBucketSpec struct {
 	Access string `json:"access,omitempty"`
 
 	// Quota limits what the bucket may hold, on stores whose ObjectStore has an
-	// adminAPI that sets quotas (Ceph RGW; the README's store table says how each
-	// store enforces them). Absent: the store's guardrails.quota.default, if any. It
+	// adminAPI that sets quotas (Ceph RGW, and SeaweedFS for size; docs/stores.md says
+	// how each store enforces them). Absent: the store's guardrails.quota.default, if any. It
 	// may not exceed the store's guardrails.quota.max. On a store without a quota
 	// API a quota is reported (Configured=False, NotSupportedByStore) and the rest of
 	// the configuration still applies.
