@@ -49,16 +49,21 @@ func (c *client) firstBucketPage(ctx context.Context) (*awss3.ListBucketsOutput,
 }
 
 func (c *client) CreateBucket(ctx context.Context, bucket, region string) error {
+	in := createBucketInput(bucket, region)
+	return c.call(ctx, "CreateBucket", bucket, "", func(ctx context.Context) error {
+		_, err := c.api.CreateBucket(ctx, in)
+		return err
+	})
+}
+
+func createBucketInput(bucket, region string) *awss3.CreateBucketInput {
 	in := &awss3.CreateBucketInput{Bucket: aws.String(bucket)}
 	if region != "" && region != DefaultRegion {
 		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
 			LocationConstraint: types.BucketLocationConstraint(region),
 		}
 	}
-	return c.call(ctx, "CreateBucket", bucket, "", func(ctx context.Context) error {
-		_, err := c.api.CreateBucket(ctx, in)
-		return err
-	})
+	return in
 }
 
 func (c *client) HeadBucket(ctx context.Context, bucket string) (string, error) {
