@@ -142,7 +142,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 		}
 	}
 
-	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
+	err := createBucketCall(scope)(ctx, scope.bucket, scope.region)
 	switch s3.KindOf(err) {
 	case s3.KindBucketNameTaken:
 		sb.Status.CreateIntent = nil // nothing was created
