@@ -49,6 +49,14 @@ var (
 		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
 	}, []string{"store"})
 
+	// BucketDeletionBlocked is, for each StorageBucket whose deletion waits for locked
+	// object versions, since when (unix seconds): present only while it waits, so
+	// count() of it is how many buckets are blocked. Few buckets are ever in it.
+	BucketDeletionBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds",
+		Help: "Unix time since when a StorageBucket's deletion policy has been waiting for locked object versions (object lock); absent when it is not.",
+	}, []string{"namespace", "name"})
+
 	// ProbeScheduleLag is how late probe events leave the scheduler, budget delays included.
 	ProbeScheduleLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "bucketkeeper_probe_schedule_lag_seconds",
@@ -96,7 +104,7 @@ func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag)
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked)
 	})
 }
 
@@ -122,6 +130,16 @@ func ObserveStatusWrite(kind string) {
 func ObserveProbe(store, mode, result string, latency time.Duration) {
 	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
 	Probes.WithLabelValues(store, result).Inc()
+}
+
+// SetDeletionBlocked sets since when a StorageBucket's deletion has been waiting for
+// locked object versions, or removes its series when since is nil.
+func SetDeletionBlocked(namespace, name string, since *time.Time) {
+	if since == nil {
+		BucketDeletionBlocked.DeleteLabelValues(namespace, name)
+		return
+	}
+	BucketDeletionBlocked.WithLabelValues(namespace, name).Set(float64(since.Unix()))
 }
 
 // SetStoreReady sets a store's health series, or removes it when ready is nil.

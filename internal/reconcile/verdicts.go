@@ -163,6 +163,7 @@ var guardrailReasons = map[string]bool{
 	bkv1.ReasonPublicAccessNotAllowed:   true,
 	bkv1.ReasonPolicyNotAllowed:         true,
 	bkv1.ReasonAdoptionNotAllowed:       true,
+	bkv1.ReasonObjectLockNotAllowed:     true,
 }
 
 // IsGuardrailRefusal says whether reason is the refusal of one of the platform team's

@@ -167,3 +167,7 @@ func (c *client) GetObjectLegalHold(ctx context.Context, bucket, key, versionID 
 func (c *client) DeleteObjectsBypassingGovernance(ctx context.Context, bucket string, objects []ObjectID) error {
 	return c.deleteObjects(ctx, bucket, objects, true)
 }
+
+// Kind classifies one key's failure as KindOf classifies a whole call's: a purge tells
+// the versions an object lock keeps (AccessDenied) from other refusals by it.
+func (e ObjectError) Kind() Kind { return codeKinds[e.Code] }

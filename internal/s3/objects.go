@@ -127,8 +127,13 @@ func (e *DeleteObjectsError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the first failure as an *Error.
-func (e *DeleteObjectsError) Unwrap() error { return e.first }
+// Unwrap returns the first failure as an *Error (nil for an error built without one).
+func (e *DeleteObjectsError) Unwrap() error {
+	if e.first == nil {
+		return nil
+	}
+	return e.first
+}
 
 func (c *client) DeleteObjects(ctx context.Context, bucket string, objects []ObjectID) error {
 	return c.deleteObjects(ctx, bucket, objects, false)

@@ -3,6 +3,7 @@ package storagebucket
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,10 +52,16 @@ type Reconciler struct {
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
 
+	// OnDeletionBlocked is told when a StorageBucket's deletion starts waiting for
+	// locked object versions, and (nil since) when it stops (metrics); may be nil.
+	OnDeletionBlocked func(key types.NamespacedName, since *time.Time)
+
 	synced syncMemo
 	names  nameLocks
 	purges purgeMemo
 	passes passMemo
+	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
+	blocked sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -114,6 +121,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.synced.forget(key)
 	r.passes.forget(key)
 	r.Prober.forget(key)
+	if _, was := r.blocked.LoadAndDelete(key); was && r.OnDeletionBlocked != nil {
+		r.OnDeletionBlocked(key, nil)
+	}
 }
 
 // suspended says whether the claim asks for no reconciliation (spec.suspend).

@@ -164,7 +164,7 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, c, bucket)
 	case bkv1.DeletionPolicyPurge:
-		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
+		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now}, r.purgeLockOf(sb, store, me, c, bucket, tags))
 	default:
 		return r.releaseBucket(ctx, sb, me, c, bucket, tags)
 	}
@@ -202,15 +202,18 @@ func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, c
 
 // purgeBucket aborts incomplete multipart uploads and deletes every object version and
 // delete marker, a few pages at a time, then the bucket. Each pass starts listing
-// afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
-// most every purgeReportInterval (see purgeProgress), not on every pass.
-func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
+// afresh (after the last version an object lock keeps, if any: purge_lock.go), so an
+// interrupted purge simply resumes. Progress goes to status and Events at most every
+// purgeReportInterval (see purgeProgress), not on every pass; a listing that finds
+// nothing left but locked versions reports the deletion blocked (purgeBlocked).
+func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender, lock purgeLock) (bool, error) {
 	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
 	if err != nil {
 		return false, err
 	}
-	deleted, versionsLeft := 0, false
-	var page *s3.PageToken
+	deleted, versionsLeft, ended := 0, false, false
+	locks := &lockFinder{c: c, bucket: bucket, bypass: lock.bypass, spend: spend, now: r.Clock.Now(), lookups: purgeLockLookups}
+	page := r.purges.resumeAt(sb.UID)
 	for range purgePagesPerPass {
 		// A listing and the deletion of its page: two requests.
 		if !spend.take(2) {
@@ -226,19 +229,24 @@ func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, pa
 			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
 		}
 		if len(ids) > 0 {
-			if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-				return false, reconcile.AsStepError(err, fmt.Sprintf("purging objects of bucket %q", bucket))
+			n, err := locks.delete(ctx, ids)
+			if err != nil {
+				return false, err
 			}
-			deleted += len(ids)
+			deleted += n
 		}
 		if res.Next == nil {
+			ended = true
 			break
 		}
 		page, versionsLeft = res.Next, true
 	}
-	progress := r.purges.pass(sb.UID, deleted, aborted)
+	progress, sweep := r.purges.pass(sb.UID, deleted, aborted, locks.found, ended)
 	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
-	if deleted == 0 && aborted == 0 && !uploadsLeft && !versionsLeft {
+	if ended && sweep.locked.versions > 0 {
+		return r.purgeBlocked(ctx, sb, patcher, bucket, lock, sweep.locked)
+	}
+	if ended && sweep.deleted == 0 && aborted == 0 && !uploadsLeft {
 		// The listings found nothing: the bucket should be empty now.
 		err := c.DeleteBucket(ctx, bucket)
 		switch s3.KindOf(err) {

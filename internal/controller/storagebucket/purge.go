@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // purgeReportInterval bounds how often a purge's progress is written to status and
@@ -18,8 +20,20 @@ const purgeReportInterval = 10 * time.Second
 type purgeProgress struct {
 	deleted, aborted, passes int
 	lastReport               time.Time
-	// paced: the next pass waits for the store's purge budget until then.
+	// paced: the next pass waits for the store's purge budget (or, blocked by locked
+	// versions, for the first of them to unlock) until then.
 	paced time.Time
+	// sweep is the listing under way, which may take several passes.
+	sweep purgeSweep
+}
+
+// purgeSweep is one listing of the whole bucket: what it deleted and found locked so
+// far, and where its next pass lists from (after the last locked version: nil while
+// none, as deleted versions are not listed again).
+type purgeSweep struct {
+	deleted int
+	locked  lockTally
+	resume  *s3.PageToken
 }
 
 func (p purgeProgress) totals() string {
@@ -40,8 +54,9 @@ type purgeMemo struct {
 	records map[types.UID]purgeProgress
 }
 
-// pass adds one pass's work and returns the totals.
-func (m *purgeMemo) pass(uid types.UID, deleted, aborted int) purgeProgress {
+// pass adds one pass's work and returns the totals and the sweep with it; a sweep the
+// pass ended (its listing's last page) is returned and the next pass starts a new one.
+func (m *purgeMemo) pass(uid types.UID, deleted, aborted int, locked lockTally, ended bool) (purgeProgress, purgeSweep) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.records == nil {
@@ -51,8 +66,25 @@ func (m *purgeMemo) pass(uid types.UID, deleted, aborted int) purgeProgress {
 	p.deleted += deleted
 	p.aborted += aborted
 	p.passes++
+	p.sweep.deleted += deleted
+	p.sweep.locked.add(locked)
+	if p.sweep.locked.versions > 0 {
+		last := p.sweep.locked.last
+		p.sweep.resume = &s3.PageToken{KeyMarker: last.Key, VersionIDMarker: last.VersionID}
+	}
+	sweep := p.sweep
+	if ended {
+		p.sweep = purgeSweep{}
+	}
 	m.records[uid] = p
-	return p
+	return p, sweep
+}
+
+// resumeAt is where the purge's next pass lists from (nil: the first page).
+func (m *purgeMemo) resumeAt(uid types.UID) *s3.PageToken {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.records[uid].sweep.resume
 }
 
 // reportDue says whether progress may be reported now: on the first pass, then at most
