@@ -255,7 +255,9 @@ func (r *Reconciler) purgeBlocked(ctx context.Context, sb *bkv1.StorageBucket, p
 	msg := fmt.Sprintf("deletionPolicy Purge deleted what it may from bucket %q; %d object versions left are locked (%s)%s; at %s (ObjectStore %q's guardrails.objectLock.releaseBlockedDeletionAfter) the bucket is kept as with Retain, tagged %s, and this StorageBucket goes",
 		bucket, t.versions, t.describe(), t.unlocking(lock.bypass), blocked.ReleaseAt.UTC().Format(time.RFC3339), lock.store, bkv1.TagDeletionBlocked)
 	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonDeletionBlocked {
-		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked, "Delete", "%s", msg) })
+		patcher.AfterWrite(func() {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked, "Delete", "%s", msg)
+		})
 	}
 	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonDeletionBlocked, msg+abandonHint)
 
