@@ -122,7 +122,7 @@ TEST_LOGS ?= bin/test-logs
 # check, managers killed and restarted) run in a test process of their own: -run and
 # -skip take the same pattern, so a test left off or misspelt here still runs, with the
 # rest.
-CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes)$$
+CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes|TestObjectLockIsConfigurationLikeAnyOther)$$
 
 # The install test (a real node, the chart and config/default as Pods) mostly waits on
 # Pods: it runs as a suite of its own.
@@ -171,7 +171,7 @@ store-table: ## Write docs/stores.md's store tables from what the real stores an
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes|TestObjectLockIsConfigurationLikeAnyOther)$$' ./internal/controller/
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.

@@ -125,7 +125,8 @@ func run(m *testing.M) int {
 	code := m.Run()
 	cancel()
 	<-done
-	return quotaTable.CheckAfterRun(code, quotaTableStores)
+	code = quotaTable.CheckAfterRun(code, quotaTableStores)
+	return lockTable.CheckAfterRun(code, lockTableStores)
 }
 
 func stop(what string, f func() error) {
