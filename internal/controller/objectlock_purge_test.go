@@ -123,7 +123,9 @@ func testObjectLockPurge(t *testing.T, server *testenv.S3Server) {
 
 	// The admin's wait ends: the claim goes, its bucket is kept with the version,
 	// released and tagged for the admin.
-	f.updateStore(func(s *bkv1.ObjectStoreSpec) { s.Guardrails.ObjectLock.ReleaseBlockedDeletionAfter = &metav1.Duration{} })
+	f.updateStore(func(s *bkv1.ObjectStoreSpec) {
+		s.Guardrails.ObjectLock.ReleaseBlockedDeletionAfter = &metav1.Duration{}
+	})
 	f.waitGone(sealed)
 	f.waitEvent(sealed, bkv1.EventReasonBucketReleased)
 	tags, err := f.admin.GetBucketTagging(f.ctx, sealedBucket)
