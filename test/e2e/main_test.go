@@ -181,7 +181,7 @@ func (f *fixture) cleanup() {
 	for i := range list.Items {
 		_ = k8s.Delete(ctx, &list.Items[i])
 	}
-	if err := poll(ctx, func() error {
+	if err := testenv.Poll(ctx, func() error {
 		if err := k8s.List(ctx, list, client.InNamespace(f.ns)); err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (f *fixture) cleanup() {
 	}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}
 	_ = k8s.Delete(ctx, store)
-	if err := poll(ctx, func() error {
+	if err := testenv.Poll(ctx, func() error {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(store), store)
 		if err == nil {
 			return fmt.Errorf("ObjectStore %s still there: %s", f.store, describe(store.Status.Conditions))
@@ -282,23 +282,8 @@ func (f *fixture) eventually(timeout time.Duration, what string, cond func() err
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.ctx, timeout)
 	defer cancel()
-	if err := poll(ctx, cond); err != nil {
+	if err := testenv.Poll(ctx, cond); err != nil {
 		f.t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-	}
-}
-
-// poll calls cond every 200ms until it returns nil or ctx ends (its last error).
-func poll(ctx context.Context, cond func() error) error {
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }
 
