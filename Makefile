@@ -59,9 +59,10 @@ generate: ## Generate DeepCopy methods.
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
-# Nested modules: their dependencies (Versity, Helm, kustomize, plotting, the vet tool's
-# golang.org/x/tools) stay out of the operator's module.
-NESTED := cmd/bucketkeeper-dev test/manifests bench hack/vettool
+# Nested modules: their dependencies (Versity, Helm, kustomize, the kubectl plugin's
+# cli-runtime, plotting, the vet tool's golang.org/x/tools) stay out of the operator's
+# module.
+NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool
 
 # Vetting a module compiles every package it imports. The operator's module goes first:
 # the nested modules import most of its packages, and separate go commands started side by
@@ -107,8 +108,9 @@ verify-generated:
 ##@ Build and test
 
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper) into bin/.
 	$(GO) build -o bin/ ./cmd/...
+	cd cmd/kubectl-bucketkeeper && $(GO) build -o $(CURDIR)/bin/ .
 
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, kube-node, the Ceph RGW, moto and node roots) if missing.
@@ -205,6 +207,10 @@ store-table: ## Write the README's store tables from what the real stores answer
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+
+.PHONY: reasons-doc
+reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestReasonsDoc$$' ./internal/remedy/
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.
