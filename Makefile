@@ -112,6 +112,12 @@ build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper)
 	$(GO) build -o bin/ ./cmd/...
 	cd cmd/kubectl-bucketkeeper && $(GO) build -o $(CURDIR)/bin/ .
 
+# VERSION names the plugin's release archives.
+VERSION ?= dev
+.PHONY: plugin-dist
+plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS into dist/ (VERSION=vX.Y.Z).
+	GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
+
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, kube-node, the Ceph RGW, moto and node roots) if missing.
 	hack/peers/build.sh
