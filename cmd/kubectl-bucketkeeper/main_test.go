@@ -250,7 +250,7 @@ func (f *fixture) waitConditions(obj client.Object, want ...string) {
 			status, reason, _ := strings.Cut(rest, "/")
 			c := apimeta.FindStatusCondition(conds, typ)
 			if c == nil || string(c.Status) != status || (reason != "" && c.Reason != reason) {
-				return fmt.Errorf("want %s; conditions %s", w, describe(conds))
+				return fmt.Errorf("want %s; conditions %s", w, testenv.DescribeConditions(conds))
 			}
 		}
 		return nil
@@ -270,14 +270,6 @@ func conditionsOf(obj client.Object) []metav1.Condition {
 		return o.Status.Conditions
 	}
 	return nil
-}
-
-func describe(conds []metav1.Condition) string {
-	var b strings.Builder
-	for _, c := range conds {
-		fmt.Fprintf(&b, "[%s=%s %s: %s] ", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
 }
 
 func must(t *testing.T, err error) {
