@@ -214,8 +214,8 @@ func (kr *keyring) remove(id string, dropState bool) {
 	}
 }
 
-// KeyIDs returns the ids of the namespaced keys in use, sorted (for tests and logs).
-func (r *Receiver) KeyIDs() []string {
+// keyIDs returns the ids of the namespaced keys in use, sorted (for tests).
+func (r *Receiver) keyIDs() []string {
 	kr := &r.keys
 	kr.mu.RLock()
 	defer kr.mu.RUnlock()

@@ -344,7 +344,7 @@ func TestSetKeyAndRemoveKey(t *testing.T) {
 			t.Errorf("%s: the error reveals the secret: %v", name, err)
 		}
 	}
-	if ids := r.KeyIDs(); !slices.Equal(ids, []string{keyA.ID, keyA2.ID, keyB.ID}) {
+	if ids := r.keyIDs(); !slices.Equal(ids, []string{keyA.ID, keyA2.ID, keyB.ID}) {
 		t.Fatalf("keys %q after refusals", ids)
 	}
 
