@@ -192,7 +192,7 @@ func TestReplayGuardForgetsStaleSignatures(t *testing.T) {
 // before any lookup, more matching StorageBuckets before any probe request.
 func TestRequestNamesAtMostTenBuckets(t *testing.T) {
 	if MaxBucketsPerRequest != 10 {
-		t.Fatalf("MaxBucketsPerRequest = %d; the README documents 10", MaxBucketsPerRequest)
+		t.Fatalf("MaxBucketsPerRequest = %d; docs/probing.md documents 10", MaxBucketsPerRequest)
 	}
 	fake := newFakeRequester()
 	h := newTestReceiver(t, fake, nil).Handler()
