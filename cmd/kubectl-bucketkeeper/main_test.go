@@ -45,6 +45,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if args, ok := asKubectl(); ok {
+		// The test binary standing in for `kubectl bucketkeeper` (see kubectlWrapper).
+		os.Exit(run(context.Background(), args, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+	}
 	code := m.Run()
 	for _, stop := range slices.Backward(stops) {
 		stop()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -33,6 +35,30 @@ func TestEveryVerbOnAMissingSecret(t *testing.T) {
 		t.Errorf("env without a Secret exits 0\n%s", r)
 	}
 	r.contains(t, "env", "the Secret "+f.ns+"/photos-bucket of StorageBucket photos's connection does not exist", "CredentialsMissing")
+
+	// A Secret of that name that the operator did not write (a tenant planting its own
+	// endpoint and key for the plugin's users to send their data to) is never used:
+	// env refuses it and does not run the command.
+	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "photos-bucket"}, StringData: map[string]string{
+		bkv1.SecretKeyAWSAccessKeyID: "planted", bkv1.SecretKeyAWSSecretKey: "planted-secret", bkv1.SecretKeyAWSEndpointS3: "http://127.0.0.1:9",
+	}}
+	must(t, k8s.Create(f.ctx, planted))
+	r = plugin(t, f.ns, "env", "photos", "--", "sh", "-c", "echo the command ran")
+	if r.code == 0 || strings.Contains(r.stdout, "the command ran") {
+		t.Errorf("env used a Secret the operator did not write\n%s", r)
+	}
+	r.contains(t, "env", "Secret "+f.ns+"/photos-bucket was not written for StorageBucket photos's connection by bucketkeeper; it is not used")
+	noSecret := func(what string, r result) {
+		if strings.Contains(r.stdout+r.stderr, "planted-secret") {
+			t.Errorf("%s printed the planted Secret's value\n%s", what, r)
+		}
+	}
+	noSecret("env", r)
+	r = plugin(t, f.ns, "env", "photos", "--export")
+	if r.code == 0 {
+		t.Errorf("env --export printed a Secret the operator did not write\n%s", r)
+	}
+	noSecret("env --export", r)
 
 	r = plugin(t, f.ns, "probe", "photos")
 	r.contains(t, "probe", "has no bucket to probe yet", "CredentialsMissing")

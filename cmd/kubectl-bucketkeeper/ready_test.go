@@ -127,6 +127,37 @@ func TestEveryVerbOnAReadyClaim(t *testing.T) {
 		r.contains(t, "env --export", "export AWS_SECRET_ACCESS_KEY='"+key+"'")
 	})
 
+	t.Run("README tour", func(t *testing.T) {
+		// The README's tour as a user types it, with the make dev sample's reports
+		// bucket read as this test's.
+		dir := t.TempDir()
+		must(t, testenv.AWSCLIWrapper(dir, dir))
+		kubectlWrapper(t, dir, f.ns)
+		t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		must(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("the README's tour"), 0o600))
+		tour := readmeTour(t)
+		if len(tour) != 4 {
+			t.Fatalf("README.md's tour has %d plugin commands, this test runs 4: %q", len(tour), tour)
+		}
+		r := runTourLine(t, dir, tour[0])
+		r.contains(t, tour[0], "StorageBucket/photos", "Bucket "+photos.Status.BucketName, "Secret/photos-access")
+		r = runTourLine(t, dir, tour[1])
+		if r.code != 0 || !strings.Contains(r.stdout, "upload: ./README.md to s3://"+photos.Status.BucketName+"/README.md") || !strings.Contains(r.stdout, " README.md\n") {
+			t.Errorf("%s: want exit 0, the upload and the listing\n%s", tour[1], r)
+		}
+		noSecret(tour[1], r)
+		refused := strings.ReplaceAll(tour[2], "s3://dev-default-reports/", "s3://"+reports.Status.BucketName+"/")
+		if refused == tour[2] {
+			t.Fatalf("the tour's refused listing names no dev-default-reports: %s", tour[2])
+		}
+		if r = runTourLine(t, dir, refused); r.code == 0 || !strings.Contains(r.stderr, "AccessDenied") {
+			t.Errorf("%s: want AccessDenied and a failing exit\n%s", refused, r)
+		}
+		noSecret(refused, r)
+		r = runTourLine(t, dir, tour[3])
+		r.contains(t, tour[3], "StorageBucket "+f.ns+"/photos is fine")
+	})
+
 	t.Run("probe", func(t *testing.T) {
 		r := plugin(t, f.ns, "probe", "photos", "--timeout", "45s")
 		if r.code != 0 {
