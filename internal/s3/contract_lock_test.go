@@ -17,8 +17,9 @@ var retentionPerVersion = map[testenv.S3Kind]bool{testenv.SeaweedFS: true, teste
 
 // lockContract pins the object lock calls on each store: a bucket created locked, its
 // default retention round-tripped and removed, a version locked by it refused to
-// DeleteObjects and deleted when bypassing Governance, and object lock turned on for an
-// existing bucket once it is versioned (refused before: InvalidBucketState).
+// DeleteObjects (and still, once the default retention is removed, where the version has
+// a retention of its own) and deleted when bypassing Governance, and object lock turned
+// on for an existing bucket once it is versioned (refused before: InvalidBucketState).
 func lockContract(ctx context.Context, t *testing.T, s *store) {
 	b := s.bucket(t)
 	must(t, "CreateBucketWithObjectLock", s.c.CreateBucketWithObjectLock(ctx, b, ""))
@@ -71,12 +72,20 @@ func lockContract(ctx context.Context, t *testing.T, s *store) {
 		t.Errorf("DeleteObjects of a locked version: %v, want one AccessDenied", err)
 	}
 	answer(t, s, "DeleteObjects of a locked version", err)
-	must(t, "DeleteObjectsBypassingGovernance", s.c.DeleteObjectsBypassingGovernance(ctx, b, []ObjectID{id}))
 
+	// Removing the default retention leaves a version its own retention; where it has
+	// none (Versity), nothing locks it any more.
 	must(t, "removing the default retention", s.c.PutObjectLockConfiguration(ctx, b, ObjectLockConfig{Enabled: true}))
 	cfg, err = s.c.GetObjectLockConfiguration(ctx, b)
 	if err != nil || !cfg.Enabled || cfg.DefaultRetention != nil {
 		t.Errorf("after removing the default retention: %+v, %v", cfg, err)
+	}
+	err = s.c.DeleteObjects(ctx, b, []ObjectID{id})
+	answer(t, s, "DeleteObjects of that version once the default retention is removed", err)
+	if locked := err != nil; locked != retentionPerVersion[s.kind] {
+		t.Errorf("the version once the default retention is removed: %v, want locked %v", err, retentionPerVersion[s.kind])
+	} else if locked {
+		must(t, "DeleteObjectsBypassingGovernance", s.c.DeleteObjectsBypassingGovernance(ctx, b, []ObjectID{id}))
 	}
 	wantKind(t, s, "turning object lock off", s.c.PutObjectLockConfiguration(ctx, b, ObjectLockConfig{}), KindInvalid)
 
