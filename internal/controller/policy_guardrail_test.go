@@ -27,8 +27,10 @@ import (
 // TestTenantPolicyAttacks acts as a tenant (a Role on storagebuckets, nothing else)
 // against the suite's manager and each real store, and tries what a policy checked
 // loosely would let through: a public "statement" hidden beside a harmless "Statement"
-// (Go-based stores read both as one key), and a grant of s3:PutBucketTagging, with which
-// a principal of the tenant's could rewrite the ownership tags. Each is refused with
+// (Go-based stores read both as one key), a grant of s3:PutBucketTagging, with which
+// a principal of the tenant's could rewrite the ownership tags, and grants that would
+// weaken an object lock (the Governance bypass, a version's retention, the bucket's lock
+// configuration). Each is refused with
 // PolicyNotAllowed naming the key or action, and the store is left exactly as it was: no
 // write, the policy it had, the tags it had, no anonymous read. A valid policy is then
 // accepted, and what the store holds is the canonical document.
@@ -80,6 +82,9 @@ func testTenantPolicyAttacks(t *testing.T, server *testenv.S3Server) {
 		{"principal twin", `{"Version":"2012-10-17","Statement":[` + strings.Replace(publicRead, `"Principal":"*"`, `"Principal":{"AWS":"arn:aws:iam::000000000000:root"},"principal":"*"`, 1) + `]}`, `"principal"`},
 		{"aws principal type", `{"Version":"2012-10-17","Statement":[` + strings.Replace(publicRead, `"Principal":"*"`, `"Principal":{"aws":"*"}`, 1) + `]}`, `"aws"`},
 		{"bucket tagging grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Retag","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:GetObject","s3:PutBucketTagging"],"Resource":["arn:aws:s3:::` + bucket + `","arn:aws:s3:::` + bucket + `/*"]}]}`, `"s3:PutBucketTagging"`},
+		{"governance bypass grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Unlock","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, `"s3:BypassGovernanceRetention"`},
+		{"retention grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:PutObject","s3:PutObjectRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, `"s3:PutObjectRetention"`},
+		{"lock configuration grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:PutBucketObjectLockConfiguration","Resource":"arn:aws:s3:::` + bucket + `"}]}`, `"s3:PutBucketObjectLockConfiguration"`},
 		{"every action", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:*","Resource":"arn:aws:s3:::` + bucket + `"}]}`, `"s3:*"`},
 	}
 	for _, a := range attacks {
