@@ -121,6 +121,12 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.synced.forget(key)
 	r.passes.forget(key)
 	r.Prober.forget(key)
+	r.unblocked(key)
+}
+
+// unblocked tells OnDeletionBlocked that a StorageBucket whose deletion it was told
+// about waits no more (its deletion is done, or it is gone).
+func (r *Reconciler) unblocked(key types.NamespacedName) {
 	if _, was := r.blocked.LoadAndDelete(key); was && r.OnDeletionBlocked != nil {
 		r.OnDeletionBlocked(key, nil)
 	}

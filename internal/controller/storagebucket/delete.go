@@ -50,6 +50,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket
 		return ctrl.Result{RequeueAfter: max(time.Second, r.purges.nextPassIn(sb.UID, r.Clock.Now()))}, nil
 	}
 	r.purges.forget(sb.UID)
+	// The deletion waits no more: its series goes now, not when the object is gone.
+	r.unblocked(client.ObjectKeyFromObject(sb))
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
 		return ctrl.Result{}, err
 	}
