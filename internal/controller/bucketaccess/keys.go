@@ -135,6 +135,9 @@ func (r *Reconciler) reconcileKeys(ctx context.Context, s *accessScope) error {
 func (r *Reconciler) startKey(ctx context.Context, s *accessScope, request string, secret *corev1.Secret) error {
 	key, err := s.driver.CreateKey(ctx, s.user)
 	if err != nil {
+		if iam.KindOf(err) == iam.KindNoSuchEntity {
+			r.forgetApplied(s.ba.UID) // as in reconcileKeys: the user went
+		}
 		return err
 	}
 	p := &pendingKey{key: key, request: request}
