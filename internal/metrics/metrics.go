@@ -30,6 +30,19 @@ var (
 		Help: "Requests sent to a store's IAM endpoint, by store, operation and HTTP status code (or error kind when no answer arrived).",
 	}, []string{"store", "operation", "code"})
 
+	// AccessCollectorPasses and AccessCollectorKeyChecks count the access collector's
+	// passes over each IAM store and the users it listed the keys of in them (users of
+	// another store's accesses, on an account both stores share): a sweep that does not
+	// end, or rechecks the same users, shows here.
+	AccessCollectorPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_passes_total",
+		Help: "Passes of the access collector over a store's IAM users, by store.",
+	}, []string{"store"})
+	AccessCollectorKeyChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_key_checks_total",
+		Help: "IAM users whose access keys the access collector listed, by store.",
+	}, []string{"store"})
+
 	// StatusWrites counts status patches; the operator skips writes that change nothing.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bucketkeeper_status_writes_total",
@@ -102,7 +115,7 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
 			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag)
 	})
@@ -129,6 +142,12 @@ func attemptCode(status int, err error, kind func(error) string) string {
 	default:
 		return "none"
 	}
+}
+
+// ObserveCollectorPass records one access collector pass over a store.
+func ObserveCollectorPass(store string, keyChecks int) {
+	AccessCollectorPasses.WithLabelValues(store).Inc()
+	AccessCollectorKeyChecks.WithLabelValues(store).Add(float64(keyChecks))
 }
 
 // ObserveStatusWrite records one status write of the given kind.

@@ -304,6 +304,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Interval:  opts.AccessCollectInterval,
 		Leases:    leases,
 		OnRevoked: accesses.Forget,
+		OnPass:    metrics.ObserveCollectorPass,
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}

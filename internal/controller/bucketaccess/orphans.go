@@ -23,9 +23,6 @@ const (
 	verdictNotOurs userVerdict = iota
 	// verdictInUse: the user's access grants on this store.
 	verdictInUse
-	// verdictMoving: the access now names buckets on another store and has not yet
-	// been issued its key there; the BucketAccess controller moves it.
-	verdictMoving
 	// verdictCheckKeys: the access's key was issued on another store. This user is
 	// in use only if it holds that key (both stores then share one IAM account, and
 	// it is the same user); otherwise it is a leftover on a store the access left.
@@ -42,20 +39,28 @@ const (
 	// verdictMovedAway: verdictCheckKeys, and the user holds none of the access's
 	// keys.
 	verdictMovedAway
+	// verdictLeft: the access names buckets on another store (one that may not even
+	// exist) and holds no key there yet. This user is what it left behind, with the
+	// policy of its old buckets unless the controller already narrowed it: grants name
+	// buckets, so it goes now, not once the access is issued elsewhere (which a bucket
+	// that never becomes Ready would put off for ever). With both stores in one IAM
+	// account it is the user being issued there, which the controller creates again.
+	verdictLeft
 )
 
 // revokes says whether the verdict deletes the user.
 func (v userVerdict) revokes() bool {
 	switch v {
-	case verdictOrphan, verdictAccessDeleting, verdictNoGrant, verdictMovedAway:
+	case verdictOrphan, verdictAccessDeleting, verdictNoGrant, verdictMovedAway, verdictLeft:
 		return true
 	}
 	return false
 }
 
 func (v userVerdict) String() string {
-	return [...]string{"not ours", "in use", "moving", "check keys", "no BucketAccess has it",
-		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store"}[v]
+	return [...]string{"not ours", "in use", "check keys", "no BucketAccess has it",
+		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store",
+		"its BucketAccess names buckets on another store and left this one"}[v]
 }
 
 // accessFacts is what the collector needs to know of one BucketAccess.
@@ -67,9 +72,11 @@ type accessFacts struct {
 	// when the spec grants nowhere (see verdictNoGrant).
 	store string
 	// issuedOn and keyIDs say where the access's key was last issued and which keys
-	// it uses (current and, during a grace period, previous), taken from a settled
-	// status only (Ready at its generation, no rotation under way): only then do
-	// they describe a finished issue.
+	// it uses (current and, during a grace period, previous), as its status records
+	// them. Status may lag a rotation, but a key only goes after its grace, once status
+	// names its successor; and a listed user holding one of these keys is the
+	// access's own user whatever else status says, since key ids are unique in an
+	// account.
 	issuedOn string
 	keyIDs   []string
 }
@@ -101,7 +108,7 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 			deleting: !ba.DeletionTimestamp.IsZero(),
 			store:    grantedStore(ba, byName),
 		}
-		if settledAccess(ba) {
+		if ba.Status.ObjectStore != "" && ba.Status.AccessKeyID != "" {
 			f.issuedOn = ba.Status.ObjectStore
 			f.keyIDs = []string{ba.Status.AccessKeyID}
 			if ba.Status.Rotation.PreviousKeyID != "" {
@@ -120,8 +127,9 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 }
 
 // grantedStore is the store every bucket of the access's spec is on, or "" when
-// the spec grants nowhere. Readiness short of a guardrail refusal does not matter:
-// a bucket being configured keeps its access's key, as the controller does.
+// the spec grants nowhere. Readiness short of a guardrail refusal does not matter
+// here: on that store the controller narrows the user's policy to the Ready buckets,
+// and keeps its key.
 func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.StorageBucket) string {
 	store := ""
 	for _, g := range ba.Spec.Buckets {
@@ -139,14 +147,6 @@ func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.
 	return store
 }
 
-// settledAccess: the access's last reconcile finished with its key in place, at its
-// current generation, and no rotation is under way.
-func settledAccess(ba *bkv1.BucketAccess) bool {
-	c := reconcile.FindCondition(ba.Status.Conditions, bkv1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ba.Generation &&
-		ba.Status.AccessKeyID != "" && ba.Status.ObjectStore != "" && ba.Status.Rotation.State == bkv1.RotationIdle
-}
-
 // judge decides on the user named user, listed on store. remembered holds legacy
 // names this collector has seen belong to an access earlier: the legacy form names
 // no cluster, so once its access is gone only that memory knows it is ours.
@@ -162,7 +162,7 @@ func (x *accessIndex) judge(user, store string, remembered map[string]types.UID)
 		case f.issuedOn == f.store && len(f.keyIDs) > 0:
 			return verdictCheckKeys, f
 		default:
-			return verdictMoving, f
+			return verdictLeft, f
 		}
 	}
 	if f := x.otherNames[user]; f != nil {
