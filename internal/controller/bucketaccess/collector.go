@@ -94,8 +94,8 @@ type collectorState struct {
 	oversized bool
 }
 
-// heldKey: the user was found holding one of keys (the access's key ids, joined);
-// it is taken to until then, or until the access's keys change.
+// heldKey: the user was found holding one of keys (its access's key ids, joined), and
+// is taken to hold it until then, or until the access's keys change.
 type heldKey struct {
 	keys  string
 	until time.Time
