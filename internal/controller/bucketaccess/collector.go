@@ -282,7 +282,7 @@ func (c *Collector) consider(ctx context.Context, store *bkv1.ObjectStore, drive
 	if verdict == verdictCheckKeys && state.holds(user, f, c.Clock.Now()) {
 		return nil // found holding this key before: deleting is not proposed
 	}
-	if verdict != verdictCheckKeys && !verdict.revokes() {
+	if verdict != verdictCheckKeys && verdict != verdictIssuing && !verdict.revokes() {
 		return nil
 	}
 	if *fresh == nil {
@@ -311,6 +311,13 @@ func (c *Collector) consider(ctx context.Context, store *bkv1.ObjectStore, drive
 		}
 		verdict = verdictMovedAway
 	}
+	if verdict == verdictIssuing {
+		same, err := c.sameUserAs(ctx, f.store, driver, user, out)
+		if same || err != nil {
+			return err
+		}
+		verdict = verdictMovedAway
+	}
 	if !verdict.revokes() {
 		return nil
 	}
@@ -328,6 +335,52 @@ func (c *Collector) consider(ctx context.Context, store *bkv1.ObjectStore, drive
 	delete(state.held, user)
 	c.report(ctx, store, user, verdict, f)
 	return nil
+}
+
+// sameUserAs settles verdictIssuing: the user (listed here, by driver) holds no key,
+// or one that the user of that name on store there, where its access is being issued,
+// holds too: one IAM account behind both stores, one user. When that store is gone or
+// issues no keys the user goes; when it does not answer, the user is kept until a
+// later sweep (a failure there never stops the sweep here).
+func (c *Collector) sameUserAs(ctx context.Context, there string, driver iam.Driver, user string, out *collectPass) (bool, error) {
+	if out.checked+2 > defaults.AccessCollectMaxKeyChecks {
+		return false, errPassFull
+	}
+	if err := c.pace(ctx, out, 1); err != nil {
+		return false, err
+	}
+	out.checked++
+	keys, err := driver.ListKeys(ctx, user)
+	if err != nil && iam.KindOf(err) != iam.KindNoSuchEntity {
+		return false, err
+	}
+	if len(keys) == 0 {
+		return true, nil // no key reaches anything: nothing to take away yet
+	}
+	store := &bkv1.ObjectStore{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: there}, store); err != nil || stores.AccessProviderOf(store) != bkv1.AccessProviderIAM {
+		return false, client.IgnoreNotFound(err)
+	}
+	theirs, err := c.Access.DriverFor(ctx, store)
+	if err != nil {
+		log.FromContext(ctx).Info("access collector: cannot ask the store an access is being issued on; its user here is kept for now", "store", there, "user", user, "error", err.Error())
+		return true, nil
+	}
+	if err := c.pace(ctx, out, 1); err != nil {
+		return false, err
+	}
+	out.checked++
+	other, err := theirs.ListKeys(ctx, user)
+	if err != nil && iam.KindOf(err) != iam.KindNoSuchEntity {
+		log.FromContext(ctx).Info("access collector: cannot ask the store an access is being issued on; its user here is kept for now", "store", there, "user", user, "error", err.Error())
+		return true, nil
+	}
+	for _, k := range keys {
+		if hasKey(other, k.ID) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // pace waits for n of the collector's request tokens and counts them in out.

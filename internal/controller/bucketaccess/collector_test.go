@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -17,6 +18,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
 // collectorRig is a collector over an in-memory IAM store, with a cache and an API
@@ -239,5 +241,52 @@ func TestCollectorRechecksWhenTheKeyChanges(t *testing.T) {
 	r2.state = r.state
 	if p := r2.pass(); p.checked != 1 || p.revoked != 1 || r.has(user) {
 		t.Fatalf("after the key changed %+v: want the user checked again and deleted", p)
+	}
+}
+
+// TestCollectorKeepsTheUserBeingIssuedOnAnotherStore: an access whose status names
+// store b and no key yet (its key is being issued there). Listed on store a, its user
+// stays while it holds no key, or a key the user on b holds too (one IAM account behind
+// both stores: the same user, which deleting would take from under the issue); a user
+// holding a key that b's user does not hold is a leftover, and goes.
+func TestCollectorKeepsTheUserBeingIssuedOnAnotherStore(t *testing.T) {
+	user := iam.UserName(testCluster, uidLive)
+	for _, tc := range []struct {
+		name        string
+		here, there []string
+		keep        bool
+	}{
+		{"no key yet", nil, nil, true},
+		{"one account: the same key on both", []string{"AK1"}, []string{"AK1"}, true},
+		{"another account: a key of its own", []string{"AK-old"}, []string{"AK2"}, false},
+		{"nothing on the other store yet", []string{"AK-old"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := func() []client.Object {
+				ba := testAccess(uidLive, func(ba *bkv1.BucketAccess) { ba.Status.ObjectStore = "b" })
+				return []client.Object{&ba, ptr.To(testBucket("data", "b")), &bkv1.ObjectStore{
+					ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "b-uid"},
+					Spec:       bkv1.ObjectStoreSpec{Endpoint: "http://b", AccessProvider: &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}},
+				}}
+			}
+			r := newCollectorRig(t, objs(), objs())
+			there := &memIAM{keys: map[string][]iam.AccessKey{}, users: map[string]bool{}, policy: map[string]string{}}
+			registry := &stores.Registry{Client: r.c.Client.(client.Client), APIReader: r.c.Client}
+			r.c.Access = &stores.AccessProviders{Stores: registry, Factory: func(context.Context, iam.Config) (iam.Driver, error) { return there, nil }}
+			r.mem.users[user] = true
+			for _, id := range tc.here {
+				r.mem.keys[user] = append(r.mem.keys[user], iam.AccessKey{ID: id})
+			}
+			if tc.there != nil {
+				there.users[user] = true
+				for _, id := range tc.there {
+					there.keys[user] = append(there.keys[user], iam.AccessKey{ID: id})
+				}
+			}
+			p := r.pass()
+			if r.has(user) != tc.keep {
+				t.Errorf("pass %+v: user kept %v, want %v", p, r.has(user), tc.keep)
+			}
+		})
 	}
 }

@@ -40,12 +40,18 @@ const (
 	// keys.
 	verdictMovedAway
 	// verdictLeft: the access names buckets on another store (one that may not even
-	// exist) and holds no key there yet. This user is what it left behind, with the
-	// policy of its old buckets unless the controller already narrowed it: grants name
-	// buckets, so it goes now, not once the access is issued elsewhere (which a bucket
-	// that never becomes Ready would put off for ever). With both stores in one IAM
-	// account it is the user being issued there, which the controller creates again.
+	// exist) and its status names no key there, nor that store. This user is what it
+	// left behind, with the policy of its old buckets unless the controller already
+	// narrowed it: grants name buckets, so it goes now, not once the access is issued
+	// elsewhere (which a bucket that never becomes Ready would put off for ever).
 	verdictLeft
+	// verdictIssuing: the access's status names the other store its buckets are on,
+	// and no key there yet: its key is being issued there. This user is that same user
+	// when both stores share one IAM account, or one the controller left without a
+	// policy before it moved on. It stays while it holds no key, or a key the user of
+	// that name on the other store holds too (one account); otherwise it goes
+	// (verdictMovedAway).
+	verdictIssuing
 )
 
 // revokes says whether the verdict deletes the user.
@@ -60,7 +66,7 @@ func (v userVerdict) revokes() bool {
 func (v userVerdict) String() string {
 	return [...]string{"not ours", "in use", "check keys", "no BucketAccess has it",
 		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store",
-		"its BucketAccess names buckets on another store and left this one"}[v]
+		"its BucketAccess names buckets on another store and left this one", "its BucketAccess is being issued on another store"}[v]
 }
 
 // accessFacts is what the collector needs to know of one BucketAccess.
@@ -71,9 +77,9 @@ type accessFacts struct {
 	// store is the one ObjectStore all buckets of the spec are on and usable; ""
 	// when the spec grants nowhere (see verdictNoGrant).
 	store string
-	// issuedOn and keyIDs say where the access's key was last issued and which keys
-	// it uses (current and, during a grace period, previous), as its status records
-	// them. Status may lag a rotation, but a key only goes after its grace, once status
+	// issuedOn and keyIDs say where the access's key was last issued (or is being
+	// issued) and which keys it uses (current and, during a grace period, previous),
+	// as its status records them. Status may lag a rotation, but a key only goes after its grace, once status
 	// names its successor; and a listed user holding one of these keys is the
 	// access's own user whatever else status says, since key ids are unique in an
 	// account.
@@ -108,8 +114,8 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 			deleting: !ba.DeletionTimestamp.IsZero(),
 			store:    grantedStore(ba, byName),
 		}
+		f.issuedOn = ba.Status.ObjectStore
 		if ba.Status.ObjectStore != "" && ba.Status.AccessKeyID != "" {
-			f.issuedOn = ba.Status.ObjectStore
 			f.keyIDs = []string{ba.Status.AccessKeyID}
 			if ba.Status.Rotation.PreviousKeyID != "" {
 				f.keyIDs = append(f.keyIDs, ba.Status.Rotation.PreviousKeyID)
@@ -161,6 +167,8 @@ func (x *accessIndex) judge(user, store string, remembered map[string]types.UID)
 			return verdictInUse, f
 		case f.issuedOn == f.store && len(f.keyIDs) > 0:
 			return verdictCheckKeys, f
+		case f.issuedOn == f.store:
+			return verdictIssuing, f
 		default:
 			return verdictLeft, f
 		}

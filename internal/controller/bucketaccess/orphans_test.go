@@ -94,7 +94,12 @@ func TestJudgeUser(t *testing.T) {
 		})}, []bkv1.StorageBucket{testBucket("data", "no-such-store", stalled(bkv1.ReasonObjectStoreNotFound))}, nil, verdictLeft},
 		{"re-pointed, the new store's issue begun (status names it, no key yet)", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"), func(ba *bkv1.BucketAccess) {
 			ba.Status.AccessKeyID = ""
-		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictLeft},
+		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictIssuing},
+		{"new, its issue begun on another store", live, []bkv1.BucketAccess{testAccess(uidLive, func(ba *bkv1.BucketAccess) {
+			ba.Status.ObjectStore = "b"
+		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictIssuing},
+		{"new, on another store, nothing issued yet", live, []bkv1.BucketAccess{testAccess(uidLive)},
+			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictLeft},
 		{"re-pointed and issued on the new store", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"))},
 			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictCheckKeys},
 		{"re-pointed, rotation under way", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"), func(ba *bkv1.BucketAccess) {
