@@ -244,8 +244,9 @@ func TestCollectorRechecksWhenTheKeyChanges(t *testing.T) {
 	}
 }
 
-// TestCollectorKeepsTheUserBeingIssuedOnAnotherStore: an access whose status names
-// store b and no key yet (its key is being issued there). Listed on store a, its user
+// TestCollectorKeepsTheUserBeingIssuedOnAnotherStore: an access whose bucket is Ready
+// on store b and whose status names no key there yet (its key may be being issued
+// there). Listed on store a, its user
 // stays while it holds no key, or a key the user on b holds too (one IAM account behind
 // both stores: the same user, which deleting would take from under the issue); a user
 // holding a key that b's user does not hold is a leftover, and goes.
@@ -264,7 +265,7 @@ func TestCollectorKeepsTheUserBeingIssuedOnAnotherStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := func() []client.Object {
 				ba := testAccess(uidLive, func(ba *bkv1.BucketAccess) { ba.Status.ObjectStore = "b" })
-				return []client.Object{&ba, ptr.To(testBucket("data", "b")), &bkv1.ObjectStore{
+				return []client.Object{&ba, ptr.To(testBucket("data", "b", ready)), &bkv1.ObjectStore{
 					ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "b-uid"},
 					Spec:       bkv1.ObjectStoreSpec{Endpoint: "http://b", AccessProvider: &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}},
 				}}

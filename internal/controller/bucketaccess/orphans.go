@@ -40,17 +40,18 @@ const (
 	// keys.
 	verdictMovedAway
 	// verdictLeft: the access names buckets on another store (one that may not even
-	// exist) and its status names no key there, nor that store. This user is what it
-	// left behind, with the policy of its old buckets unless the controller already
-	// narrowed it: grants name buckets, so it goes now, not once the access is issued
-	// elsewhere (which a bucket that never becomes Ready would put off for ever).
+	// exist), not all of them Ready, and holds no key there: nothing is being issued
+	// there, so this user is what it left behind, with the policy of its old buckets
+	// unless the controller already narrowed it. Grants name buckets, so it goes now,
+	// not once the access is issued elsewhere (which a bucket that never becomes Ready
+	// would put off for ever).
 	verdictLeft
-	// verdictIssuing: the access's status names the other store its buckets are on,
-	// and no key there yet: its key is being issued there. This user is that same user
-	// when both stores share one IAM account, or one the controller left without a
-	// policy before it moved on. It stays while it holds no key, or a key the user of
-	// that name on the other store holds too (one account); otherwise it goes
-	// (verdictMovedAway).
+	// verdictIssuing: the access's buckets are all Ready on another store and its
+	// status records no key there: its key may be being issued there right now. This
+	// user is then that same user when both stores share one IAM account, or one the
+	// controller left without a policy when it moved on. It stays while it holds no
+	// key, or a key the user of that name on the other store holds too (one account);
+	// otherwise it goes (verdictMovedAway).
 	verdictIssuing
 )
 
@@ -66,7 +67,7 @@ func (v userVerdict) revokes() bool {
 func (v userVerdict) String() string {
 	return [...]string{"not ours", "in use", "check keys", "no BucketAccess has it",
 		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store",
-		"its BucketAccess names buckets on another store and left this one", "its BucketAccess is being issued on another store"}[v]
+		"its BucketAccess names buckets on another store and left this one", "its BucketAccess is issued on another store"}[v]
 }
 
 // accessFacts is what the collector needs to know of one BucketAccess.
@@ -77,6 +78,9 @@ type accessFacts struct {
 	// store is the one ObjectStore all buckets of the spec are on and usable; ""
 	// when the spec grants nowhere (see verdictNoGrant).
 	store string
+	// ready: every bucket of the spec is Ready, as the controller requires to issue a
+	// key.
+	ready bool
 	// issuedOn and keyIDs say where the access's key was last issued (or is being
 	// issued) and which keys it uses (current and, during a grace period, previous),
 	// as its status records them. Status may lag a rotation, but a key only goes after its grace, once status
@@ -113,6 +117,7 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 			key:      types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name},
 			deleting: !ba.DeletionTimestamp.IsZero(),
 			store:    grantedStore(ba, byName),
+			ready:    allReady(ba, byName),
 		}
 		f.issuedOn = ba.Status.ObjectStore
 		if ba.Status.ObjectStore != "" && ba.Status.AccessKeyID != "" {
@@ -153,6 +158,18 @@ func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.
 	return store
 }
 
+// allReady says whether every bucket of the access's spec is Ready (and named), as
+// the controller's resolveBuckets requires before it issues a key.
+func allReady(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.StorageBucket) bool {
+	for _, g := range ba.Spec.Buckets {
+		sb := buckets[types.NamespacedName{Namespace: ba.Namespace, Name: g.Name}]
+		if sb == nil || sb.Status.BucketName == "" || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
+			return false
+		}
+	}
+	return true
+}
+
 // judge decides on the user named user, listed on store. remembered holds legacy
 // names this collector has seen belong to an access earlier: the legacy form names
 // no cluster, so once its access is gone only that memory knows it is ours.
@@ -167,7 +184,7 @@ func (x *accessIndex) judge(user, store string, remembered map[string]types.UID)
 			return verdictInUse, f
 		case f.issuedOn == f.store && len(f.keyIDs) > 0:
 			return verdictCheckKeys, f
-		case f.issuedOn == f.store:
+		case f.ready:
 			return verdictIssuing, f
 		default:
 			return verdictLeft, f
