@@ -30,13 +30,18 @@ var (
 		Help: "Requests sent to a store's IAM endpoint, by store, operation and HTTP status code (or error kind when no answer arrived).",
 	}, []string{"store", "operation", "code"})
 
-	// AccessCollectorPasses and AccessCollectorKeyChecks count the access collector's
-	// passes over each IAM store and the users it listed the keys of in them (users of
-	// another store's accesses, on an account both stores share): a sweep that does not
-	// end, or rechecks the same users, shows here.
+	// AccessCollectorPasses, AccessCollectorSweeps and AccessCollectorKeyChecks count the
+	// access collector's passes over each IAM store, the sweeps they completed (every
+	// user judged) and the users whose keys they listed (users of another store's
+	// accesses, on an account both stores share): a sweep that does not end, or
+	// rechecks the same users, shows here.
 	AccessCollectorPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bucketkeeper_access_collector_passes_total",
 		Help: "Passes of the access collector over a store's IAM users, by store.",
+	}, []string{"store"})
+	AccessCollectorSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_sweeps_total",
+		Help: "Sweeps of the access collector that judged every IAM user of a store, by store.",
 	}, []string{"store"})
 	AccessCollectorKeyChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bucketkeeper_access_collector_key_checks_total",
@@ -133,7 +138,7 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
 			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, ReceiverRequests, ReceiverKeys)
 	})
@@ -162,10 +167,14 @@ func attemptCode(status int, err error, kind func(error) string) string {
 	}
 }
 
-// ObserveCollectorPass records one access collector pass over a store.
-func ObserveCollectorPass(store string, keyChecks int) {
+// ObserveCollectorPass records one access collector pass over a store; sweepDone
+// says it judged the store's last user.
+func ObserveCollectorPass(store string, keyChecks int, sweepDone bool) {
 	AccessCollectorPasses.WithLabelValues(store).Inc()
 	AccessCollectorKeyChecks.WithLabelValues(store).Add(float64(keyChecks))
+	if sweepDone {
+		AccessCollectorSweeps.WithLabelValues(store).Inc()
+	}
 }
 
 // ObserveStatusWrite records one status write of the given kind.

@@ -60,9 +60,9 @@ type Collector struct {
 	// OnRevoked hears of each deleted user that belonged to a live access, so the
 	// BucketAccess controller forgets what it last wrote for it; may be nil.
 	OnRevoked func(types.UID)
-	// OnPass hears of every pass over a store that listed its users, with the number
-	// of users whose keys it listed (metrics); may be nil.
-	OnPass func(store string, keyChecks int)
+	// OnPass hears of every pass over a store, with the number of users whose keys it
+	// listed and whether it ended a sweep (metrics); may be nil.
+	OnPass func(store string, keyChecks int, sweepDone bool)
 	// RequestsPerSecond and Burst pace the collector's IAM calls over all stores
 	// (defaults.AccessCollectRequestsPerSecond and AccessCollectBurst when zero).
 	RequestsPerSecond float64
@@ -189,7 +189,7 @@ func (c *Collector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (
 	}
 	pass, err := c.pass(ctx, store, driver, state)
 	if c.OnPass != nil {
-		c.OnPass(store.Name, pass.checked)
+		c.OnPass(store.Name, pass.checked, pass.done)
 	}
 	switch {
 	case err != nil:
