@@ -113,6 +113,59 @@ func testParkedAccess(t *testing.T, srv *testenv.S3Server) {
 	}
 }
 
+// TestParkedAccessLosesABucketItsNamespaceLost: a tenant parks its Ready access on a
+// bucket of an ObjectStore that does not exist (not Ready, and no guardrail refusal),
+// so no live access names its old bucket any more; then the platform team takes the
+// namespace off the old bucket's store. The old key reads and writes nothing in that
+// bucket, on every store, and the store's user holds no policy naming it: nothing
+// that admits the namespace grants it.
+func TestParkedAccessLosesABucketItsNamespaceLost(t *testing.T) {
+	for _, srv := range everyStore() {
+		t.Run(string(srv.Kind), func(t *testing.T) {
+			t.Parallel()
+			testParkedAccessNamespaceRemoved(t, srv)
+		})
+	}
+}
+
+func testParkedAccessNamespaceRemoved(t *testing.T, srv *testenv.S3Server) {
+	const allowed = "test.bucketkeeper.io/parked-allowed"
+	f := newFixture(t, srv, withIAMOn(srv), func(s *bkv1.ObjectStore) {
+		s.Spec.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{allowed: "true"}}
+	})
+	yes := "true"
+	f.labelNamespace(allowed, &yes)
+	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
+	sbData := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	data := sbData.Status.BucketName
+	ba := f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
+	key := f.secretClient("app-creds")
+	must(t, key.c.PutObject(f.ctx, data, "mine", []byte("a")))
+	user := ba.Status.IdentityName
+	tenant := tenantClient(t, f)
+
+	createAs(f, tenant, &bkv1.StorageBucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ghost"},
+		Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: "no-such-store-" + f.ns}},
+	})
+	f.update(tenant, ba, func() { ba.Spec.Buckets = []bkv1.BucketGrant{{Name: "ghost", Mode: bkv1.AccessReadWrite}} })
+	f.waitAccessCondition(ba, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonBucketNotReady)
+
+	f.labelNamespace(allowed, nil)
+	f.waitCondition(sbData, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonNamespaceNotAllowed)
+	f.waitKeyRefused(key, data)
+	_, err := key.c.GetObject(f.ctx, data, "mine", 100)
+	wantRefused(t, "the parked key reading the bucket of a namespace its store no longer admits", err)
+	wantPolicyOnly(t, srv, user)
+	page, err := f.admin.ListObjectVersions(f.ctx, data, nil)
+	must(t, err)
+	for _, v := range page.Versions {
+		if v.Key != "mine" {
+			t.Errorf("bucket %s holds %q, written with the parked key", data, v.Key)
+		}
+	}
+}
+
 // createAs creates obj with c (a tenant's client), retrying while the API server's
 // authorizer has not yet learnt of the tenant's Role.
 func createAs(f *fixture, c client.Client, obj client.Object) {
