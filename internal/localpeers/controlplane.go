@@ -1,4 +1,4 @@
-package testenv
+package localpeers
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,7 +52,7 @@ type ControlPlaneOptions struct {
 	BeforeBuild func(missing []string)
 }
 
-// StartControlPlane starts etcd and kube-apiserver from PeersBinDir (building them
+// StartControlPlane starts etcd and kube-apiserver from BinDir (building them
 // if needed) and installs the CRDs in <root>/config/crd/bases. kubectl is not
 // needed.
 func StartControlPlane() (*ControlPlane, error) {
@@ -67,15 +66,15 @@ func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 		return nil, err
 	}
 	if opts.BeforeBuild != nil {
-		if missing := missingPeers("etcd", "kube-apiserver"); len(missing) > 0 {
+		if missing := Missing("etcd", "kube-apiserver"); len(missing) > 0 {
 			opts.BeforeBuild(missing)
 		}
 	}
-	bin, err := peersBinDir("etcd", "kube-apiserver")
+	bin, err := BinDir("etcd", "kube-apiserver")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := newTempDir()
+	dir, err := NewTempDir()
 	if err != nil {
 		return nil, err
 	}
@@ -138,30 +137,14 @@ func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
-		_ = removeTempDir(dir)
-		return nil, fmt.Errorf("testenv: start control plane: %w\n--- etcd.log ---\n%s\n--- kube-apiserver.log ---\n%s",
-			err, logTail(etcdLog.Name()), logTail(apiLog.Name()))
+		_ = RemoveTempDir(dir)
+		return nil, fmt.Errorf("localpeers: start control plane: %w\n--- etcd.log ---\n%s\n--- kube-apiserver.log ---\n%s",
+			err, LogTail(etcdLog.Name()), LogTail(apiLog.Name()))
 	}
 	c := &ControlPlane{Config: cfg, Scheme: scheme, env: env, dir: dir}
 	c.apiServerPID = childWithArg("--cert-dir=" + certDir)
 	c.etcdPID = childWithArg("--data-dir=" + etcdDir)
 	return c, nil
-}
-
-// NewControlPlane is StartControlPlane for a test: it fails the test on error and
-// stops the control plane when the test ends.
-func NewControlPlane(tb testing.TB) *ControlPlane {
-	tb.Helper()
-	c, err := StartControlPlane()
-	if err != nil {
-		tb.Fatalf("start control plane: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			tb.Errorf("stop control plane: %v", err)
-		}
-	})
-	return c
 }
 
 // Stop stops kube-apiserver and etcd and removes their directories. It is idempotent.
@@ -172,7 +155,7 @@ func (c *ControlPlane) Stop() error {
 		return nil
 	}
 	c.stopped = true
-	return errors.Join(c.env.Stop(), removeTempDir(c.dir))
+	return errors.Join(c.env.Stop(), RemoveTempDir(c.dir))
 }
 
 // APIServerPID returns the kube-apiserver's process ID (0 if it was not found).
