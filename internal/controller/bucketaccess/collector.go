@@ -361,10 +361,14 @@ func (c *Collector) sameUserAs(ctx context.Context, there string, driver iam.Dri
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: there}, store); err != nil || stores.AccessProviderOf(store) != bkv1.AccessProviderIAM {
 		return false, client.IgnoreNotFound(err)
 	}
-	theirs, err := c.Access.DriverFor(ctx, store)
-	if err != nil {
+	// That store not answering never stops the sweep here: the user is kept for now.
+	unasked := func(err error) (bool, error) {
 		log.FromContext(ctx).Info("access collector: cannot ask the store an access is being issued on; its user here is kept for now", "store", there, "user", user, "error", err.Error())
 		return true, nil
+	}
+	theirs, err := c.Access.DriverFor(ctx, store)
+	if err != nil {
+		return unasked(err)
 	}
 	if err := c.pace(ctx, out, 1); err != nil {
 		return false, err
@@ -372,8 +376,7 @@ func (c *Collector) sameUserAs(ctx context.Context, there string, driver iam.Dri
 	out.checked++
 	other, err := theirs.ListKeys(ctx, user)
 	if err != nil && iam.KindOf(err) != iam.KindNoSuchEntity {
-		log.FromContext(ctx).Info("access collector: cannot ask the store an access is being issued on; its user here is kept for now", "store", there, "user", user, "error", err.Error())
-		return true, nil
+		return unasked(err)
 	}
 	for _, k := range keys {
 		if hasKey(other, k.ID) {

@@ -3,7 +3,6 @@ package bucketaccess
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -49,26 +49,21 @@ type Reconciler struct {
 	// OnStatusWrite is called after every status write (metrics); may be nil.
 	OnStatusWrite func(kind string)
 
-	mu      sync.Mutex
-	pending map[types.UID]*pendingKey // keys created and not yet in the Secret
-	applied map[types.UID]string      // policy document last written per access
+	pending memo.Map[types.UID, *pendingKey] // keys created and not yet in the Secret
+	// applied is the store and policy document last written per access
+	// (store + "\n" + document; the document is empty where its policy was deleted).
+	applied memo.Map[types.UID, string]
 }
 
 // Forget drops what this process remembers of an access's identity (the policy it
 // last wrote, a key being verified): the access collector deleted the user, so the
 // next reconcile must create it again rather than trust that memory.
 func (r *Reconciler) Forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.pending, uid)
-	delete(r.applied, uid)
+	r.pending.Delete(uid)
+	r.applied.Delete(uid)
 }
 
-func (r *Reconciler) forgetApplied(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.applied, uid)
-}
+func (r *Reconciler) forgetApplied(uid types.UID) { r.applied.Delete(uid) }
 
 // accessScope carries what the steps of one reconcile share.
 type accessScope struct {
@@ -226,10 +221,7 @@ func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAcc
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	delete(r.pending, ba.UID)
-	delete(r.applied, ba.UID)
-	r.mu.Unlock()
+	r.Forget(ba.UID)
 	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Revoke", "revoked key %s: %s", ba.Status.AccessKeyID, why.Message)
 	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt = "", nil
 	ba.Status.Rotation = bkv1.RotationStatus{LastHandledRequest: ba.Status.Rotation.LastHandledRequest}
@@ -292,10 +284,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess,
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.mu.Lock()
-	delete(r.pending, ba.UID)
-	delete(r.applied, ba.UID)
-	r.mu.Unlock()
+	r.Forget(ba.UID)
 	err = reconcile.PatchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

@@ -121,16 +121,8 @@ func (r *Reconciler) mayHoldIdentity(ba *bkv1.BucketAccess) bool {
 }
 
 func (r *Reconciler) appliedOf(uid types.UID) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applied[uid]
+	applied, _ := r.applied.Get(uid)
+	return applied
 }
 
-func (r *Reconciler) setApplied(uid types.UID, applied string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.applied == nil {
-		r.applied = map[types.UID]string{}
-	}
-	r.applied[uid] = applied
-}
+func (r *Reconciler) setApplied(uid types.UID, applied string) { r.applied.Set(uid, applied) }
