@@ -1,4 +1,4 @@
-package controller_test
+package integration_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
-// TestAccessCollectorSweepsAStoreThatIgnoresMaxItems: SeaweedFS answers ListUsers with
+// TestPacedAccessCollectorSweepsAStoreThatIgnoresMaxItems: SeaweedFS answers ListUsers with
 // every user in one page whatever MaxItems asks. Several ObjectStores on its one IAM
 // account, each with settled accesses, so many that every store's sweep meets more
 // users of other stores' accesses than a pass may list the keys of; behind all of them
@@ -36,7 +36,7 @@ import (
 //
 // Not parallel: the users of other stores' accesses are key checks for the sweep of
 // every SeaweedFS store of the suite while they exist.
-func TestAccessCollectorSweepsAStoreThatIgnoresMaxItems(t *testing.T) {
+func TestPacedAccessCollectorSweepsAStoreThatIgnoresMaxItems(t *testing.T) {
 	f := newFixture(t, seaweed, withIAMOn(seaweed))
 	// A hundred and more accesses take longer to issue than a fixture's three minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -1,4 +1,4 @@
-package controller_test
+package integration_test
 
 import (
 	"encoding/json"
