@@ -144,10 +144,7 @@ func (c *client) DeletePolicy(ctx context.Context, user string) error {
 		_, err := c.api.DeleteUserPolicy(ctx, &awsiam.DeleteUserPolicyInput{UserName: aws.String(user), PolicyName: aws.String(PolicyName)})
 		return err
 	})
-	if KindOf(err) == KindNoSuchEntity {
-		return nil
-	}
-	return err
+	return goneIsDone(err)
 }
 
 func (c *client) ListKeys(ctx context.Context, user string) ([]AccessKey, error) {
@@ -194,6 +191,11 @@ func (c *client) DeleteKey(ctx context.Context, user, keyID string) error {
 		_, err := c.api.DeleteAccessKey(ctx, &awsiam.DeleteAccessKeyInput{UserName: aws.String(user), AccessKeyId: aws.String(keyID)})
 		return err
 	})
+	return goneIsDone(err)
+}
+
+// goneIsDone: deleting what is not there (NoSuchEntity) has done its work.
+func goneIsDone(err error) error {
 	if KindOf(err) == KindNoSuchEntity {
 		return nil
 	}
@@ -220,10 +222,7 @@ func (c *client) DeleteUser(ctx context.Context, user string) error {
 		_, err := c.api.DeleteUser(ctx, &awsiam.DeleteUserInput{UserName: aws.String(user)})
 		return err
 	})
-	if KindOf(err) == KindNoSuchEntity {
-		return nil
-	}
-	return err
+	return goneIsDone(err)
 }
 
 func (c *client) ListUsers(ctx context.Context, marker string, limit int) (UserPage, error) {
