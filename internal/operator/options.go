@@ -122,6 +122,8 @@ type Options struct {
 	AccessCollectInterval time.Duration
 	// IAMFactory builds IAM drivers (default iam.New).
 	IAMFactory iam.Factory
+	// IAMObserver, if set, sees every IAM request besides the metrics.
+	IAMObserver func(store, operation string, httpStatus int, err error)
 
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
