@@ -17,8 +17,8 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// TestSamplesAreAccepted applies every document under config/samples: what the README
-// tells people to copy must pass admission.
+// TestSamplesAreAccepted applies every document under config/samples: what the docs
+// tell people to copy must pass admission.
 func TestSamplesAreAccepted(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {

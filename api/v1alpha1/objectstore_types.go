@@ -245,10 +245,29 @@ type AccessProviderType string
 
 // Access provider types.
 const (
-	AccessProviderIAM    AccessProviderType = "IAM"
+	// AccessProviderIAM issues one IAM user and key per BucketAccess, scoped to its
+	// buckets, through the store's IAM API: for stores shared by several tenants.
+	AccessProviderIAM AccessProviderType = "IAM"
+	// AccessProviderStatic copies the one key pair of applicationCredentialsSecretRef into
+	// every connection Secret: for a store with a single tenant only, as any application
+	// can then read and overwrite any other's bucket.
 	AccessProviderStatic AccessProviderType = "Static"
-	AccessProviderNone   AccessProviderType = "None"
+	// AccessProviderNone hands out no keys: applications bring their own identity.
+	AccessProviderNone AccessProviderType = "None"
 )
+
+// AccessProviderType is the store's effective access provider: spec.accessProvider's
+// type, else Static when applicationCredentialsSecretRef is set, else None (the
+// defaulting the field's documentation describes, which the CRD cannot express).
+func (s *ObjectStoreSpec) AccessProviderType() AccessProviderType {
+	if p := s.AccessProvider; p != nil && p.Type != "" {
+		return p.Type
+	}
+	if s.ApplicationCredentialsSecretRef != nil {
+		return AccessProviderStatic
+	}
+	return AccessProviderNone
+}
 
 // AccessProvider configures application credentials for a store.
 //
@@ -330,7 +349,10 @@ type ObjectStore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ObjectStoreSpec   `json:"spec,omitempty"`
+	// Spec is the platform team's: where the store is, the operator's credentials, who
+	// may use it, its budget and its guardrails.
+	Spec ObjectStoreSpec `json:"spec,omitempty"`
+	// Status is the verdict of the store's last health check.
 	Status ObjectStoreStatus `json:"status,omitempty"`
 }
 
