@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -59,6 +60,10 @@ type stallProxy struct {
 	slow   func(*http.Request) bool
 	slowBy time.Duration
 	slowed map[string]bool
+	// after picks the first request per bucket to carry out and then answer with 500
+	// InternalError whatever the store answered; afterDone: buckets whose was picked.
+	after     func(*http.Request) bool
+	afterDone map[string]bool
 }
 
 // newStallProxy starts a proxy to target (an http:// endpoint) that is stopped, every
@@ -73,12 +78,18 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	p := &stallProxy{URL: "http://" + ln.Addr().String(), target: u, release: make(chan struct{}), heldNow: map[string]int{},
-		taken: map[string]bool{}, parked: map[string][]*http.Request{}, seen: map[string]bool{}, picked: map[string]bool{}, failing: map[string]int{}, slowed: map[string]bool{}}
+		taken: map[string]bool{}, parked: map[string][]*http.Request{}, seen: map[string]bool{}, picked: map[string]bool{}, failing: map[string]int{}, slowed: map[string]bool{},
+		afterDone: map[string]bool{}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.hold(w, r) || p.refuse(w, r) || p.park(w, r) || p.fail(w, r) {
 			return
 		}
 		p.delay(r)
+		if p.failsAfter(r) {
+			rp.ServeHTTP(httptest.NewRecorder(), r) // carried out; its answer is lost
+			internalError(w, r)
+			return
+		}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		rp.ServeHTTP(sw, r)
 		p.served(r, sw.status)
@@ -319,11 +330,37 @@ func (p *stallProxy) fail(w http.ResponseWriter, r *http.Request) bool {
 	if !fail {
 		return false
 	}
+	internalError(w, r)
+	return true
+}
+
+// failAfter carries out the first request per bucket that pred matches and answers it
+// with 500 InternalError whatever the store answered: a store that did the work and
+// then failed to say so (the SDK would retry such an answer).
+func (p *stallProxy) failAfter(pred func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.after = pred
+}
+
+func (p *stallProxy) failsAfter(r *http.Request) bool {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pick := p.after != nil && !p.afterDone[bucket] && p.after(r)
+	if pick {
+		p.afterDone[bucket] = true
+		p.failed++
+	}
+	return pick
+}
+
+// internalError answers r with 500 InternalError.
+func internalError(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(http.StatusInternalServerError)
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
 		`<Error><Code>InternalError</Code><Message>injected</Message><Resource>%s</Resource><RequestId>stall-proxy</RequestId></Error>`, r.URL.Path)
-	return true
 }
 
 func (p *stallProxy) delay(r *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -48,7 +49,13 @@ func TestDeletedDuringFirstPassLeavesNoBucket(t *testing.T) {
 //     right after the operator's next look at the bucket: a deletion that took "not
 //     there" for "nothing to delete" would leave it behind;
 //   - the first tag read after the bucket was found fails once;
-//   - the manager's cache of StorageBuckets lags the status it writes.
+//   - CreateBucket carried out by the store and answered 500 all the same (a retry
+//     would meet the bucket and read it as someone else's);
+//   - the manager's cache of StorageBuckets lags the status it writes;
+//   - the claim goes without its deletion pass, its finalizer removed right after it
+//     appeared or right after the create intent did, while a slow CreateBucket is in
+//     flight: as the API server does when a deletion races the finalizer
+//     (kubernetes/kubernetes#77988), and as a tenant may.
 //
 // Each round ends with every claim gone, no bucket of theirs on the store, and every
 // created bucket's deletion announced.
@@ -58,6 +65,7 @@ func TestDeletedDuringFirstPassWithStoreFaults(t *testing.T) {
 		name   string
 		inject func(*stallProxy)
 		lag    time.Duration
+		when   func(int) deletion // default schedule(12)
 		// happened says whether the fault was met (landed and failed requests), so
 		// that a round that never met it does not pass for proof.
 		happened func(landed, failed int) bool
@@ -67,7 +75,11 @@ func TestDeletedDuringFirstPassWithStoreFaults(t *testing.T) {
 			happened: func(landed, _ int) bool { return landed > 0 }},
 		{name: "tag read fails once", inject: func(p *stallProxy) { p.failOnceSeen(isGetBucketTagging) },
 			happened: func(_, failed int) bool { return failed > 0 }},
+		{name: "CreateBucket carried out and answered 500", inject: func(p *stallProxy) { p.failAfter(isCreateBucket) },
+			happened: func(_, failed int) bool { return failed > 0 }},
 		{name: "cache lags the status writes", lag: 300 * time.Millisecond},
+		{name: "claim gone without its deletion pass", inject: func(p *stallProxy) { p.slowFirst(isCreateBucket, deadline/2) },
+			when: stripped},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +110,11 @@ func TestDeletedDuringFirstPassWithStoreFaults(t *testing.T) {
 				tc.inject(proxy)
 			}
 
-			claims := f.deleteRound("faulty", 12, schedule(12), isolated)
+			when := schedule(12)
+			if tc.when != nil {
+				when = tc.when
+			}
+			claims := f.deleteRound("faulty", 12, when, isolated)
 			f.noBucketLeft(claims)
 			f.deletionsAnnounced(claims)
 			if landed, failed := proxy.faults(); tc.happened != nil && !tc.happened(landed, failed) {
@@ -136,10 +152,18 @@ func (b *laggingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// deletion says when a round deletes a claim: d after the moment anchor names.
+// deletion says when a round deletes a claim: d after the moment anchor names; strip
+// removes its finalizers then, so that the claim goes without its deletion pass.
 type deletion struct {
 	anchor anchor
 	d      time.Duration
+	strip  bool
+}
+
+// stripped deletes claim i and removes its finalizers the moment its finalizer (even
+// i) or its create intent (odd i) appears.
+func stripped(i int) deletion {
+	return deletion{anchor: []anchor{afterFinalizer, afterIntent}[i%2], strip: true}
 }
 
 // anchor is a moment of a claim's first pass, as a watch of the claim sees it: a loaded
@@ -238,6 +262,11 @@ func (f *fixture) deleteRound(prefix string, n int, when func(int) deletion, mut
 			if err := k8s.Delete(f.ctx, sb.DeepCopy()); client.IgnoreNotFound(err) != nil {
 				errs <- err
 			}
+			if at.strip {
+				if err := f.stripFinalizers(sb); err != nil {
+					errs <- err
+				}
+			}
 		})
 	}
 	wg.Wait()
@@ -272,6 +301,19 @@ func (f *fixture) deleteRound(prefix string, n int, when func(int) deletion, mut
 		f.t.Fatalf("no claim of the round reached CreateBucket before its deletion: the round proves nothing")
 	}
 	return claims
+}
+
+// stripFinalizers removes every finalizer of the claim, as a tenant with the
+// finalizers verb can: the claim goes at once, without its deletion pass.
+func (f *fixture) stripFinalizers(sb *bkv1.StorageBucket) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &bkv1.StorageBucket{}
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		cur.Finalizers = nil
+		return client.IgnoreNotFound(k8s.Update(f.ctx, cur))
+	})
 }
 
 // noBucketLeft fails the test for every bucket on the store that one of the claims
