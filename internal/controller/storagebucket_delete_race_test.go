@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -76,7 +77,7 @@ func TestDeletedDuringFirstPassWithStoreFaults(t *testing.T) {
 		{name: "tag read fails once", inject: func(p *stallProxy) { p.failOnceSeen(isGetBucketTagging) },
 			happened: func(_, failed int) bool { return failed > 0 }},
 		{name: "CreateBucket carried out and answered 500", inject: func(p *stallProxy) { p.failAfter(isCreateBucket) },
-			happened: func(_, failed int) bool { return failed > 0 }},
+			happened: func(_, failed int) bool { return failed > 0 }, when: afterVerdicts},
 		{name: "cache lags the status writes", lag: 300 * time.Millisecond},
 		{name: "claim gone without its deletion pass", inject: func(p *stallProxy) { p.slowFirst(isCreateBucket, deadline/2) },
 			when: stripped},
@@ -160,6 +161,12 @@ type deletion struct {
 	strip  bool
 }
 
+// afterVerdicts deletes claim i 0 to 50 ms after its pass reached Ready or Stalled:
+// once whatever the pass made of an unclear answer is on record.
+func afterVerdicts(i int) deletion {
+	return deletion{anchor: afterVerdict, d: time.Duration(i%6) * 10 * time.Millisecond}
+}
+
 // stripped deletes claim i and removes its finalizers the moment its finalizer (even
 // i) or its create intent (odd i) appears.
 func stripped(i int) deletion {
@@ -175,6 +182,7 @@ const (
 	afterCreation  anchor = iota
 	afterFinalizer        // the pass has begun
 	afterIntent           // CreateBucket is being sent
+	afterVerdict          // the pass reached Ready or Stalled
 )
 
 // schedule deletes a third of the n claims of a round 0 to 500 ms after their creation,
@@ -194,7 +202,7 @@ func schedule(n int) func(int) deletion {
 // a channel closed when the claim reaches that moment.
 func (f *fixture) reached(names []string) map[anchor]map[string]chan struct{} {
 	f.t.Helper()
-	out := map[anchor]map[string]chan struct{}{afterFinalizer: {}, afterIntent: {}}
+	out := map[anchor]map[string]chan struct{}{afterFinalizer: {}, afterIntent: {}, afterVerdict: {}}
 	for _, chans := range out {
 		for _, n := range names {
 			chans[n] = make(chan struct{})
@@ -204,13 +212,14 @@ func (f *fixture) reached(names []string) map[anchor]map[string]chan struct{} {
 	must(f.t, err)
 	f.t.Cleanup(w.Stop)
 	go func() {
-		closed := map[anchor]map[string]bool{afterFinalizer: {}, afterIntent: {}}
+		closed := map[anchor]map[string]bool{afterFinalizer: {}, afterIntent: {}, afterVerdict: {}}
 		for ev := range w.ResultChan() {
 			sb, ok := ev.Object.(*bkv1.StorageBucket)
 			if !ok || out[afterFinalizer][sb.Name] == nil {
 				continue
 			}
-			at := map[anchor]bool{afterFinalizer: slices.Contains(sb.Finalizers, bkv1.Finalizer), afterIntent: sb.Status.CreateIntent != nil}
+			at := map[anchor]bool{afterFinalizer: slices.Contains(sb.Finalizers, bkv1.Finalizer), afterIntent: sb.Status.CreateIntent != nil,
+				afterVerdict: meta.IsStatusConditionTrue(sb.Status.Conditions, bkv1.ConditionReady) || meta.IsStatusConditionTrue(sb.Status.Conditions, bkv1.ConditionStalled)}
 			for a, yes := range at {
 				if yes && !closed[a][sb.Name] {
 					closed[a][sb.Name] = true
