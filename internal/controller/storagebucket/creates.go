@@ -3,7 +3,6 @@ package storagebucket
 import (
 	"cmp"
 	"context"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
@@ -48,8 +48,7 @@ import (
 // createMemo keeps, per claim this process sent a CreateBucket for, until when one that
 // went unanswered may still land, and what the claim's deletion needs.
 type createMemo struct {
-	mu      sync.Mutex
-	records map[types.NamespacedName]createRecord
+	records memo.Map[types.NamespacedName, createRecord]
 }
 
 type createRecord struct {
@@ -67,58 +66,42 @@ type createRecord struct {
 
 // sending records, before a CreateBucket is sent for it, what the claim's deletion needs.
 func (m *createMemo) sending(key types.NamespacedName, sb *bkv1.StorageBucket) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]createRecord{}
-	}
-	rec := m.records[key]
-	if rec.uid != sb.UID {
-		rec = createRecord{uid: sb.UID}
-	}
-	rec.claim = deletionCopy(sb)
-	m.records[key] = rec
+	m.records.Update(key, func(rec createRecord, _ bool) (createRecord, bool) {
+		if rec.uid != sb.UID {
+			rec = createRecord{uid: sb.UID}
+		}
+		rec.claim = deletionCopy(sb)
+		return rec, true
+	})
 }
 
 // ended records the end of the CreateBucket sent at sentAt: after it, creates of the
 // claim may land until landBy (zero: none can). An earlier create's later landBy stays.
 func (m *createMemo) ended(key types.NamespacedName, uid types.UID, sentAt, landBy time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]createRecord{}
-	}
-	rec := m.records[key]
-	if rec.uid != uid {
-		rec = createRecord{uid: uid}
-	}
-	rec.sentAt, rec.landBy = sentAt, later(rec.landBy, landBy)
-	m.records[key] = rec
+	m.records.Update(key, func(rec createRecord, _ bool) (createRecord, bool) {
+		if rec.uid != uid {
+			rec = createRecord{uid: uid}
+		}
+		rec.sentAt, rec.landBy = sentAt, later(rec.landBy, landBy)
+		return rec, true
+	})
 }
 
 func (m *createMemo) get(key types.NamespacedName, uid types.UID) (createRecord, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
+	rec, ok := m.records.Get(key)
 	return rec, ok && rec.uid == uid
 }
 
 // claim is the copy of the claim of key recorded before its latest CreateBucket.
 func (m *createMemo) claim(key types.NamespacedName) (*bkv1.StorageBucket, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
+	rec, ok := m.records.Get(key)
 	if !ok || rec.claim == nil {
 		return nil, false
 	}
 	return rec.claim.DeepCopy(), true
 }
 
-func (m *createMemo) forget(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, key)
-}
+func (m *createMemo) forget(key types.NamespacedName) { m.records.Delete(key) }
 
 // deletionCopy is what the deletion of sb reads of it: its identity, the deletion
 // policy and its annotation, where the bucket is, and the create intent.
