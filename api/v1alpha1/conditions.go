@@ -94,6 +94,11 @@ const (
 	ReasonAdminAPIUnavailable = "AdminAPIUnavailable"
 	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
 	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
+	// ReasonCreateUnanswered: a deletion waits because a CreateBucket of this claim
+	// went unanswered (a timeout, a dropped connection, a server error) and the store
+	// may still carry it out; "the bucket is not there" proves nothing until it no
+	// longer can. The message says until when; the deletion then checks again.
+	ReasonCreateUnanswered = "CreateUnanswered"
 
 	// Reasons of BucketAccess and of AccessProviderReady.
 	ReasonAccessProviderUnavailable = "AccessProviderUnavailable"
@@ -117,6 +122,9 @@ const (
 	EventReasonBucketLeftAlone   = "BucketLeftAlone"
 	EventReasonBucketNotReleased = "BucketNotReleased"
 	EventReasonBucketAbandoned   = "BucketAbandoned"
+	// EventReasonBucketAbsent: the store answered that the bucket does not exist, at a
+	// moment when no CreateBucket of the claim could still make it: nothing to delete.
+	EventReasonBucketAbsent = "BucketAbsent"
 
 	// EventReasonReceiverKeyInvalid: a Secret labelled as a probe-webhook key is
 	// malformed (no or a short HMAC key, no or an invalid namespace list) and is not

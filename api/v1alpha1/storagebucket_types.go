@@ -384,6 +384,14 @@ type CreateIntent struct {
 	BucketName string `json:"bucketName"`
 	// UID is the StorageBucket's UID when the intent was recorded.
 	UID types.UID `json:"uid"`
+	// SentAt is when the latest CreateBucket of this intent was sent, recorded (to the
+	// second) just before sending it. A CreateBucket whose answer was lost may still be
+	// carried out by the store after the operator stopped waiting for it; until that
+	// can no longer happen, a deletion does not take "the bucket is not there" for
+	// "there is nothing to delete". Empty in an intent recorded by a version before
+	// this field.
+	// +optional
+	SentAt *metav1.Time `json:"sentAt,omitempty"`
 }
 
 // AppliedConfiguration is the operator's record of what it set on a bucket, kept compact

@@ -32,6 +32,11 @@ const (
 	S3RequestTimeout = 30 * time.Second
 	// ReconcileTimeout bounds each reconcile as a whole.
 	ReconcileTimeout = 2 * time.Minute
+	// CreateSettleTime is how long after the operator stopped waiting for the answer
+	// to a CreateBucket (a timeout, a dropped connection, a server error) the store is
+	// still expected to carry it out, if it ever does: until then the claim's deletion
+	// does not take a missing bucket for one that will never be there.
+	CreateSettleTime = 30 * time.Second
 
 	// ProbeInterval applies to StorageBuckets without spec.probe.interval.
 	ProbeInterval = time.Minute

@@ -317,6 +317,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		Prober:           p.prober,
 		ReconcileTimeout: opts.ReconcileTimeout,
+		CreateSettleTime: opts.CreateSettleTime,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}
