@@ -55,7 +55,7 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 		return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "publicAccess: Allowed needs ObjectStore %q's guardrails.allowPublicBuckets", store.Name)
 	}
 	if raw := policyDocument(sb.Spec.Policy); raw != "" {
-		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket)
+		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket, rails.PolicyPrincipalAccounts)
 		if err != nil {
 			message := err.Error()
 			if errors.As(err, &refused) {
@@ -64,8 +64,8 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 			return reconcile.Terminalf(bkv1.ReasonPolicyNotAllowed, "%s", message)
 		}
 		if report.Public != "" && !rails.AllowPublicBuckets {
-			return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
-				report.Public, store.Name)
+			return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants %s: not one specific identity, so the bucket would be public, which needs ObjectStore %q's guardrails.allowPublicBuckets",
+				report.Public, report.PublicPrincipal, store.Name)
 		}
 		scope.policy = report.Canonical
 	}

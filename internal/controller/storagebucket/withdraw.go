@@ -81,7 +81,7 @@ func (r *Reconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, 
 		if err != nil && s3.KindOf(err) != s3.KindNotImplemented {
 			return err
 		}
-		if have != "" && policyForbidden(have, scope.bucket, store.Spec.Guardrails.AllowPublicBuckets) {
+		if have != "" && policyForbidden(have, scope.bucket, store.Spec.Guardrails) {
 			if err := scope.s3.DeleteBucketPolicy(ctx, scope.bucket); err != nil {
 				return err
 			}
@@ -102,12 +102,12 @@ func (r *Reconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, 
 }
 
 // policyForbidden says whether a policy found on the bucket fails the guardrails as they
-// are now: outside the accepted grammar, or public on a store that allows no public
-// buckets.
-func policyForbidden(doc, bucket string, allowPublic bool) bool {
-	report, err := guardrail.InspectPolicy([]byte(doc), bucket)
+// are now: outside the accepted grammar (a Deny of configuration actions included), or
+// public on a store that allows no public buckets.
+func policyForbidden(doc, bucket string, rails bkv1.StoreGuardrails) bool {
+	report, err := guardrail.InspectPolicy([]byte(doc), bucket, rails.PolicyPrincipalAccounts)
 	if err != nil {
 		return true
 	}
-	return report.Public != "" && !allowPublic
+	return report.Public != "" && !rails.AllowPublicBuckets
 }
