@@ -84,6 +84,12 @@ const (
 	// or the policy is larger than S3 accepts. The message names the key, statement,
 	// action or principal.
 	ReasonPolicyNotAllowed = "PolicyNotAllowed"
+	// ReasonWithdrawalRefused: a guardrail refuses the claim (PublicAccessNotAllowed or
+	// PolicyNotAllowed), and the store refused the operator's removal of what it
+	// forbids from the bucket (the public-access block, the policy): what the store
+	// did not let it remove is still there. The message names the bucket, the calls
+	// refused and the guardrail's own refusal; the store admin removes it by hand.
+	ReasonWithdrawalRefused = "WithdrawalRefused"
 	// ReasonDeletionPolicyNotAllowed: the deletionPolicy is not among the store's
 	// guardrails.allowedDeletionPolicies.
 	ReasonDeletionPolicyNotAllowed = "DeletionPolicyNotAllowed"
