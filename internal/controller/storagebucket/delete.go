@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -164,6 +165,9 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, c, bucket)
 	case bkv1.DeletionPolicyPurge:
+		if err := r.liftPolicyBeforePurge(ctx, sb, c, bucket); err != nil {
+			return false, err
+		}
 		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
 	default:
 		return r.releaseBucket(ctx, sb, me, c, bucket, tags)
@@ -198,6 +202,32 @@ func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, c
 	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "deleted bucket %s", bucket)
 	return true, nil
+}
+
+// liftPolicyBeforePurge deletes the bucket policy the operator set before a purge's
+// first pass. A tenant's Deny of the data actions a purge lists and deletes with
+// (s3:ListBucketVersions, s3:DeleteObject, s3:DeleteObjectVersion), for everyone or
+// for requests without TLS, say, would otherwise refuse the operator on stores that
+// apply bucket policies to its own credentials, and the claim could never be deleted.
+// The policy goes with the bucket anyway. A policy the operator never set (on an
+// adopted bucket) stays: a Deny there is the platform team's. A store that refuses the
+// deletion (a Deny of s3:DeleteBucketPolicy written before the guardrails refused one)
+// does not stop the purge: it tries, and its condition says what the store refused.
+func (r *Reconciler) liftPolicyBeforePurge(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string) error {
+	managed := managedConfigOf(sb, bucket)
+	if !managed.exclusive && !managed.applied.Policy || r.purges.policyLifted(sb.UID) {
+		return nil
+	}
+	err := c.DeleteBucketPolicy(ctx, bucket)
+	switch kind := s3.KindOf(err); {
+	case err == nil, kind == s3.KindNotImplemented, kind == s3.KindNotFound:
+	case kind == s3.KindAccessDenied:
+		log.FromContext(ctx).Info("the store refused the deletion of the bucket's policy before its purge; purging under it", "bucket", bucket, "error", err)
+	default:
+		return reconcile.AsStepError(err, fmt.Sprintf("deleting the policy of bucket %q to purge it", bucket))
+	}
+	r.purges.liftPolicy(sb.UID)
+	return nil
 }
 
 // purgeBucket aborts incomplete multipart uploads and deletes every object version and

@@ -20,6 +20,8 @@ type purgeProgress struct {
 	lastReport               time.Time
 	// paced: the next pass waits for the store's purge budget until then.
 	paced time.Time
+	// policyLifted: the operator's policy is off the bucket (liftPolicyBeforePurge).
+	policyLifted bool
 }
 
 func (p purgeProgress) totals() string {
@@ -84,6 +86,25 @@ func (m *purgeMemo) nextPassIn(uid types.UID, now time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return max(0, m.records[uid].paced.Sub(now))
+}
+
+// liftPolicy records that the purge took the operator's policy off the bucket.
+func (m *purgeMemo) liftPolicy(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.records == nil {
+		m.records = map[types.UID]purgeProgress{}
+	}
+	p := m.records[uid]
+	p.policyLifted = true
+	m.records[uid] = p
+}
+
+// policyLifted says whether the purge took the operator's policy off the bucket.
+func (m *purgeMemo) policyLifted(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.records[uid].policyLifted
 }
 
 func (m *purgeMemo) forget(uid types.UID) {
