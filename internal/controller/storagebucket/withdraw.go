@@ -130,14 +130,15 @@ type withdrawal struct {
 
 // step records one step's outcome: what it removed, what the store's refusal left on
 // the bucket and the call refused (as the store's answer names it, else call), or
-// another failure. A store without the feature has nothing of it to remove.
+// another failure. A store without the feature, or a bucket without the thing (a
+// policy gone already), has nothing of it to remove.
 func (w *withdrawal) step(call, removed, left string, changed bool, err error) {
 	switch {
 	case err == nil:
 		if changed {
 			w.removed = append(w.removed, removed)
 		}
-	case s3.KindOf(err) == s3.KindNotImplemented:
+	case s3.KindOf(err) == s3.KindNotImplemented, s3.KindOf(err) == s3.KindNotFound:
 	case s3.KindOf(err) == s3.KindAccessDenied:
 		var answer *s3.Error
 		if errors.As(err, &answer) && answer.Op != "" {

@@ -78,6 +78,12 @@ func TestWithdrawalTriesEveryStep(t *testing.T) {
 		t.Errorf("unreadable policy: err = %v, policy %q; want it deleted", err, f.policy)
 	}
 
+	// Unreadable, and gone already by the time it is deleted: nothing to withdraw.
+	f = &fakeS3{errs: map[string]error{"GetBucketPolicy": denied("GetBucketPolicy"), "DeleteBucketPolicy": s3Err("DeleteBucketPolicy", s3.KindNotFound)}}
+	if _, err := withdrawPass(t, f, bkv1.ReasonPolicyNotAllowed); err != nil {
+		t.Errorf("no policy to delete: err = %v, want none", err)
+	}
+
 	// The block fails for another reason: the policy still goes, and the pass is
 	// retried, not stalled.
 	f = &fakeS3{policy: publicRead, errs: map[string]error{"GetPublicAccessBlock": s3Err("GetPublicAccessBlock", s3.KindUnreachable)}}
