@@ -134,15 +134,17 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	if err != nil {
 		return false, err
 	}
-	if _, err := c.HeadBucket(ctx, bucket); err != nil {
+	tags, err := headBucket(ctx, c, bucket)
+	if err != nil {
 		if s3.KindOf(err) == s3.KindNotFound {
 			return true, nil
 		}
 		return false, reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q before deletion", bucket))
 	}
-	tags, err := c.GetBucketTagging(ctx, bucket)
-	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
+	if tags == nil {
+		if tags, err = c.GetBucketTagging(ctx, bucket); err != nil {
+			return false, reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
+		}
 	}
 	me, err := r.ownerOf(ctx, sb)
 	if err != nil {

@@ -37,6 +37,10 @@ func (f *fakeS3) write(op string) error {
 	return f.errs[op]
 }
 
+func (f *fakeS3) HeadBucket(_ context.Context, _ string) (string, error) {
+	return "", f.read("HeadBucket")
+}
+
 func (f *fakeS3) GetBucketVersioning(_ context.Context, _ string) (s3.VersioningStatus, error) {
 	if err := f.read("GetBucketVersioning"); err != nil {
 		return "", err

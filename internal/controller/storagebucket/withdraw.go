@@ -106,15 +106,19 @@ func (r *Reconciler) withdrawForbidden(ctx context.Context, scope *bucketScope, 
 		// What was just removed (a policy's Deny) may be what refused the rest.
 		return fmt.Errorf("the store refused %s on bucket %q; retrying now that %s is removed", strings.Join(w.refused, ", "), scope.bucket, strings.Join(w.removed, " and "))
 	}
-	msg := fmt.Sprintf("%s; the store refused the operator's %s on bucket %q (AccessDenied), so %s is still on the bucket: ObjectStore %q's admin must remove it by hand (a Deny in the bucket's policy, or the operator's credentials, forbid it)",
-		refusal.Message, strings.Join(w.refused, ", "), scope.bucket, strings.Join(w.left, " and "), store.Name)
+	left, verb, it := strings.Join(w.left, " and "), "is", "it"
+	if len(w.left) > 1 {
+		verb, it = "are", "them"
+	}
+	msg := fmt.Sprintf("%s; the store refused the operator's %s on bucket %q (AccessDenied), so %s %s still on the bucket: ObjectStore %q's admin must remove %s by hand (a Deny in the bucket's policy, or the operator's credentials, forbid it)",
+		refusal.Message, strings.Join(w.refused, ", "), scope.bucket, left, verb, store.Name, it)
 	log.FromContext(ctx).Error(nil, "the store refused the withdrawal of what its guardrails forbid; remove it by hand", "bucket", scope.bucket, "objectStore", store.Name,
 		"refused", w.refused, "left", w.left)
 	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonWithdrawalRefused {
 		scope.patcher.AfterWrite(func() {
 			r.Recorder.Eventf(store, sb, corev1.EventTypeWarning, bkv1.ReasonWithdrawalRefused, "Withdraw",
 				"the store refused the operator's %s on bucket %s (StorageBucket %s/%s): remove %s from it by hand",
-				strings.Join(w.refused, ", "), scope.bucket, sb.Namespace, sb.Name, strings.Join(w.left, " and "))
+				strings.Join(w.refused, ", "), scope.bucket, sb.Namespace, sb.Name, left)
 		})
 	}
 	return reconcile.Terminalf(bkv1.ReasonWithdrawalRefused, "%s", msg)
