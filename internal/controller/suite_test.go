@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,33 +169,14 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 }
 
 // requestLog counts S3 requests per store and operation.
-type requestLog struct {
-	mu     sync.Mutex
-	counts map[string]map[string]int
-}
+type requestLog struct{ testenv.RequestLog }
 
-func (l *requestLog) observe(store, op string, _ int, _ error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.counts == nil {
-		l.counts = map[string]map[string]int{}
-	}
-	if l.counts[store] == nil {
-		l.counts[store] = map[string]int{}
-	}
-	l.counts[store][op]++
+func (l *requestLog) observe(store, op string, status int, err error) {
+	l.Observe(store, op, status, err)
 }
 
 // snapshot returns the counts of one store so far.
-func (l *requestLog) snapshot(store string) map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[string]int{}
-	for op, n := range l.counts[store] {
-		out[op] = n
-	}
-	return out
-}
+func (l *requestLog) snapshot(store string) map[string]int { return l.Snapshot(store) }
 
 func since(before, after map[string]int) (total, mutating int, ops map[string]int) {
 	ops = map[string]int{}
