@@ -203,7 +203,7 @@ fuzz: ## Short fuzzing runs of the bucket-name derivation, the policy guardrail 
 store-table: ## Write the README's store tables from what the real stores answer in the S3 and IAM contract tests, the e2e tenant suite and the quota tests.
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
 
 .PHONY: dev
