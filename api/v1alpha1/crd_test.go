@@ -19,8 +19,8 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// TestSamplesAreAccepted applies every document under config/samples: what the README
-// tells people to copy must pass admission, and a sample's bucket policy the guardrails
+// TestSamplesAreAccepted applies every document under config/samples: what the docs
+// tell people to copy must pass admission, and a sample's bucket policy the guardrails
 // of a store that allows no public buckets.
 func TestSamplesAreAccepted(t *testing.T) {
 	root, err := testenv.RepoRoot()

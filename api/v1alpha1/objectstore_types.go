@@ -267,9 +267,15 @@ type AccessProviderType string
 
 // Access provider types.
 const (
-	AccessProviderIAM    AccessProviderType = "IAM"
+	// AccessProviderIAM issues one IAM user and key per BucketAccess, scoped to its
+	// buckets, through the store's IAM API: for stores shared by several tenants.
+	AccessProviderIAM AccessProviderType = "IAM"
+	// AccessProviderStatic copies the one key pair of applicationCredentialsSecretRef into
+	// every connection Secret: for a store with a single tenant only, as any application
+	// can then read and overwrite any other's bucket.
 	AccessProviderStatic AccessProviderType = "Static"
-	AccessProviderNone   AccessProviderType = "None"
+	// AccessProviderNone hands out no keys: applications bring their own identity.
+	AccessProviderNone AccessProviderType = "None"
 )
 
 // AccessProvider configures application credentials for a store.
@@ -352,7 +358,10 @@ type ObjectStore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ObjectStoreSpec   `json:"spec,omitempty"`
+	// Spec is the platform team's: where the store is, the operator's credentials, who
+	// may use it, its budget and its guardrails.
+	Spec ObjectStoreSpec `json:"spec,omitempty"`
+	// Status is the verdict of the store's last health check.
 	Status ObjectStoreStatus `json:"status,omitempty"`
 }
 

@@ -126,8 +126,8 @@ type StorageBucketSpec struct {
 	Access string `json:"access,omitempty"`
 
 	// Quota limits what the bucket may hold, on stores whose ObjectStore has an
-	// adminAPI that sets quotas (Ceph RGW; the README's store table says how each
-	// store enforces them). Absent: the store's guardrails.quota.default, if any. It
+	// adminAPI that sets quotas (Ceph RGW, and SeaweedFS for size; docs/stores.md says
+	// how each store enforces them). Absent: the store's guardrails.quota.default, if any. It
 	// may not exceed the store's guardrails.quota.max. On a store without a quota
 	// API a quota is reported (Configured=False, NotSupportedByStore) and the rest of
 	// the configuration still applies.
@@ -159,7 +159,10 @@ type ObjectStoreReference struct {
 type VersioningState string
 
 const (
-	VersioningEnabled   VersioningState = "Enabled"
+	// VersioningEnabled keeps every version of every object.
+	VersioningEnabled VersioningState = "Enabled"
+	// VersioningSuspended stops making new versions and keeps the existing ones (S3
+	// cannot turn versioning off once it was on).
 	VersioningSuspended VersioningState = "Suspended"
 )
 
@@ -168,7 +171,10 @@ const (
 type PublicAccess string
 
 const (
+	// PublicAccessBlocked turns on every setting of the bucket's public-access block.
 	PublicAccessBlocked PublicAccess = "Blocked"
+	// PublicAccessAllowed lifts the public-access block, where the store's
+	// guardrails.allowPublicBuckets allows it.
 	PublicAccessAllowed PublicAccess = "Allowed"
 )
 
@@ -177,9 +183,14 @@ const (
 type DeletionPolicy string
 
 const (
+	// DeletionPolicyRetain keeps the bucket and its data, released so that only a new
+	// StorageBucket of the same cluster, namespace and name binds it again.
 	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes the bucket only if it is empty (else BucketNotEmpty).
 	DeletionPolicyDelete DeletionPolicy = "Delete"
-	DeletionPolicyPurge  DeletionPolicy = "Purge"
+	// DeletionPolicyPurge deletes every object, version and incomplete upload, then
+	// the bucket.
+	DeletionPolicyPurge DeletionPolicy = "Purge"
 )
 
 // AdoptionPolicy says whether an unowned pre-existing bucket may be taken over.
@@ -187,7 +198,11 @@ const (
 type AdoptionPolicy string
 
 const (
-	AdoptionNever     AdoptionPolicy = "Never"
+	// AdoptionNever refuses a pre-existing bucket of the claim's name (BucketNotOwned).
+	AdoptionNever AdoptionPolicy = "Never"
+	// AdoptionIfUnowned takes over a pre-existing bucket that carries no owner tags and
+	// that the operator's own account owns, where the store's
+	// guardrails.adoptionAllowedNamespaces selects the claim's namespace.
 	AdoptionIfUnowned AdoptionPolicy = "IfUnowned"
 )
 
@@ -360,7 +375,9 @@ type UsageFigure string
 
 // UsageFigures.
 const (
-	UsageLogical  UsageFigure = "Logical"
+	// UsageLogical is the size of the objects as written, what quotas count.
+	UsageLogical UsageFigure = "Logical"
+	// UsagePhysical is what the objects take on the store's disks.
 	UsagePhysical UsageFigure = "Physical"
 )
 
@@ -436,7 +453,11 @@ type StorageBucket struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   StorageBucketSpec   `json:"spec"`
+	// Spec is the application team's: the store, the bucket's settings, its probe and
+	// its deletion policy.
+	Spec StorageBucketSpec `json:"spec"`
+	// Status is what the operator found and did: the bucket, its conditions, the last
+	// probe, what it applied and the usage.
 	Status StorageBucketStatus `json:"status,omitempty"`
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 // TestOperatorRunsUnderTheAWSPolicy runs the operator on moto, the AWS stand-in, with an
-// identity that holds exactly the policy the README gives for AWS, read from the README:
+// identity that holds exactly the policy docs/access.md gives for AWS, read from that file:
 // the store becomes Ready with its IAM provider, a bucket gets every setting and a
 // ReadWrite probe, an application gets a key that works, is rotated and revoked, and
 // the bucket is purged and deleted. Any permission the policy lacks shows as a condition
@@ -119,7 +119,7 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 	}
 }
 
-// awsPolicyForMoto is the README's AWS policy for the operator with its placeholders
+// awsPolicyForMoto is docs/access.md's AWS policy for the operator with its placeholders
 // filled in, adapted where moto cannot evaluate it as AWS does, and only there: moto
 // checks no resource for IAM actions (it evaluates every IAM call against "*"), so the
 // statement scoped to users bk-* would match nothing, and its resource is widened to
@@ -127,12 +127,12 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 // differ from AWS's, testenv corrects moto, not the policy: see testenv.motoMain.)
 func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "access.md"))
 	must(t, err)
 	text := string(readme)
 	begin, end := strings.Index(text, "<!-- aws-operator-policy:begin -->"), strings.Index(text, "<!-- aws-operator-policy:end -->")
 	if begin < 0 || end < begin {
-		t.Fatal("README.md has no aws-operator-policy block")
+		t.Fatal("docs/access.md has no aws-operator-policy block")
 	}
 	block := text[begin:end]
 	block = block[strings.Index(block, "```json")+len("```json") : strings.LastIndex(block, "```")]
@@ -143,7 +143,7 @@ func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 		Statement []map[string]any
 	}
 	if err := json.Unmarshal([]byte(block), &doc); err != nil {
-		t.Fatalf("the README's AWS policy is not JSON: %v", err)
+		t.Fatalf("docs/access.md's AWS policy is not JSON: %v", err)
 	}
 	widened := 0
 	for _, st := range doc.Statement {
@@ -153,7 +153,7 @@ func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 		}
 	}
 	if widened != 1 {
-		t.Fatalf("widened %d IAM statements of the README's AWS policy for moto, want 1 (the bk-* users)", widened)
+		t.Fatalf("widened %d IAM statements of docs/access.md's AWS policy for moto, want 1 (the bk-* users)", widened)
 	}
 	out, err := json.Marshal(doc)
 	must(t, err)

@@ -4,7 +4,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The README's quota store table (testenv.StoreTable): what a StorageBucket's quota and
+// docs/stores.md's quota store table (testenv.StoreTable): what a StorageBucket's quota and
 // usage came to on each store in this suite's tests. TestMain checks it once every
 // test has run.
 

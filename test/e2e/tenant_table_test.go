@@ -8,7 +8,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The README's tenant table (testenv.StoreTable): what the tenant suite saw each
+// docs/stores.md's tenant table (testenv.StoreTable): what the tenant suite saw each
 // guardrail do on each store. A cell is written only once its subtest has proved the
 // store unchanged; TestMain checks the table after the run.
 
