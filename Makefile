@@ -14,7 +14,7 @@ RACE_GO := CGO_ENABLED=1 $(GO)
 TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
-RACE_PKGS := ./internal/... ./cmd/...
+RACE_PKGS := ./internal/... ./cmd/... ./test/integration/
 # The API reference, written from the Go types of api/v1alpha1 by elastic/crd-ref-docs,
 # pinned in the nested module hack/crd-ref-docs.
 API_DOCS := docs/reference/api.md
@@ -31,7 +31,7 @@ TEST_RUN := -test.v=true -test.count=1 -test.timeout=30m
 # out go test's own vet (DEVELOPMENT.md says why).
 TEST_VET := -vet=off
 # The operator module's packages that run without the race detector.
-PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)
+PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration)
 
 .PHONY: all
 all: build ## Build the manager (the default).
@@ -67,9 +67,10 @@ docs: api-docs ## Write docs/' generated parts: the API reference, and the perfo
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
-# Nested modules: their dependencies (Versity, Helm, kustomize, plotting, the vet tool's
-# golang.org/x/tools) stay out of the operator's module.
-NESTED := cmd/bucketkeeper-dev test/manifests bench hack/vettool
+# Nested modules: their dependencies (Versity, Helm, kustomize, the kubectl plugin's
+# cli-runtime, plotting, the vet tool's golang.org/x/tools) stay out of the operator's
+# module.
+NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool
 
 # The operator's module is vetted first, then the nested modules side by side, with
 # hack/vettool: go vet's own analyzers, minus the facts of the other modules' packages,
@@ -109,8 +110,15 @@ verify-generated: ## Fail when a generated file is stale (and regenerate it) or 
 ##@ Build, run and test
 
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper) into bin/.
 	$(GO) build -o bin/ ./cmd/...
+	cd cmd/kubectl-bucketkeeper && $(GO) build -o $(CURDIR)/bin/ .
+
+# VERSION names the plugin's release archives.
+VERSION ?= dev
+.PHONY: plugin-dist
+plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS into dist/ (VERSION=vX.Y.Z).
+	GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
 
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the node) if missing.
@@ -118,11 +126,10 @@ peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.
 TEST_LOGS ?= bin/test-logs
-# The controller tests that mostly wait (on sync and probe intervals, SeaweedFS's quota
-# check, managers killed and restarted) run in a test process of their own: -run and
-# -skip take the same pattern, so a test left off or misspelt here still runs, with the
-# rest.
-CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes)$$
+# The integration tests that mostly wait (on sync and probe intervals, SeaweedFS's quota
+# check, managers killed and restarted) are named TestPaced... and run in a test process
+# of their own, beside the others (test/integration/doc.go).
+PACED_TESTS := ^TestPaced
 
 # The install test (a real node, the chart and config/default as Pods) mostly waits on
 # Pods: it runs as a suite of its own.
@@ -135,7 +142,7 @@ INSTALL_TESTS := ^TestInstall$$
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
-	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' CONTROLLER_WAITING='$(CONTROLLER_WAITING)' \
+	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
 	  INSTALL_TESTS='$(INSTALL_TESTS)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
 
 # test-binaries-race builds the race-instrumented test binaries first, beside
@@ -171,7 +178,11 @@ store-table: ## Write docs/stores.md's store tables from what the real stores an
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes)$$' ./test/integration/
+
+.PHONY: reasons-doc
+reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestReasonsDoc$$' ./internal/remedy/
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.

@@ -93,7 +93,7 @@ func TestFailoverWithBinary(t *testing.T) {
 		f.eventually(30*time.Second, "the new leader to handle the probe request on "+sb.Name, func() error {
 			must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got))
 			if got.Status.LastHandledProbeRequest != requested {
-				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, describe(got.Status.Conditions))
+				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, testenv.DescribeConditions(got.Status.Conditions))
 			}
 			return nil
 		})

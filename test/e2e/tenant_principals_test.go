@@ -241,7 +241,7 @@ func (f *fixture) waitVerdict(sb *bkv1.StorageBucket) *bkv1.StorageBucket {
 		if c := at(bkv1.ConditionStalled); c != nil && c.Reason != bkv1.ReasonPublicAccessNotAllowed {
 			return nil
 		}
-		return fmt.Errorf("conditions: %s", describe(got.Status.Conditions))
+		return fmt.Errorf("conditions: %s", testenv.DescribeConditions(got.Status.Conditions))
 	})
 	return got
 }
