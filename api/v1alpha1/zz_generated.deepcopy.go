@@ -718,6 +718,11 @@ func (in *StoreGuardrails) DeepCopyInto(out *StoreGuardrails) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PolicyPrincipalAccounts != nil {
+		in, out := &in.PolicyPrincipalAccounts, &out.PolicyPrincipalAccounts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.AllowedDeletionPolicies != nil {
 		in, out := &in.AllowedDeletionPolicies, &out.AllowedDeletionPolicies
 		*out = make([]DeletionPolicy, len(*in))

@@ -27,7 +27,7 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 	// From "does it exist" to "it is tagged ours", one claim at a time per name.
 	defer r.names.lock(scope.store.Spec.Endpoint + "\x00" + scope.bucket)()
 
-	_, err := scope.s3.HeadBucket(ctx, scope.bucket)
+	tags, err := headBucket(ctx, scope.s3, scope.bucket)
 	switch s3.KindOf(err) {
 	case s3.KindNotFound:
 		return r.createBucket(ctx, scope)
@@ -38,9 +38,10 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
 	}
 
-	tags, err := scope.s3.GetBucketTagging(ctx, scope.bucket)
-	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+	if tags == nil {
+		if tags, err = scope.s3.GetBucketTagging(ctx, scope.bucket); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+		}
 	}
 	me := scope.owner
 	switch me.of(tags, scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
@@ -236,4 +237,24 @@ func (r *Reconciler) provisioned(scope *bucketScope, reason, format string) {
 		return
 	}
 	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
+}
+
+// headBucket says whether the bucket exists and the operator may reach it: a
+// HeadBucket, and where the store refuses that (AccessDenied), a read of the bucket's
+// tags, which it then returns (nil when it did not read them). A HEAD is authorized as
+// s3:ListBucket, a data action a tenant's policy may deny everyone (requests without
+// TLS, from outside a network), and SeaweedFS and Ceph RGW hold the operator's own
+// credentials to that Deny; the tags are configuration, which no policy the guardrails
+// accept denies. So only a bucket the operator's credentials may not reach at all
+// (another account's) refuses both, and a missing one answers NotFound to either.
+func headBucket(ctx context.Context, c s3.Client, bucket string) (map[string]string, error) {
+	_, err := c.HeadBucket(ctx, bucket)
+	if s3.KindOf(err) != s3.KindAccessDenied {
+		return nil, err
+	}
+	tags, terr := c.GetBucketTagging(ctx, bucket)
+	if s3.KindOf(terr) == s3.KindAccessDenied {
+		return nil, err // the HEAD's own answer
+	}
+	return tags, terr
 }

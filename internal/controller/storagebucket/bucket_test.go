@@ -2,6 +2,7 @@ package storagebucket
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -87,5 +88,31 @@ func TestCreateAfterAnUnansweredCreate(t *testing.T) {
 	}
 	if g.sb.Status.CreateIntent != nil {
 		t.Errorf("intent %+v kept for a bucket no create of this claim can have made", g.sb.Status.CreateIntent)
+	}
+}
+
+// TestHeadBucketPastADeny: a HEAD the store refuses (a tenant's Deny of s3:ListBucket
+// to everyone) is not taken for another account's bucket while the operator may still
+// read the bucket's tags; refused both, it is; missing, it is missing either way.
+func TestHeadBucketPastADeny(t *testing.T) {
+	ctx := context.Background()
+	denied := func(op string) error { return s3Err(op, s3.KindAccessDenied) }
+	mine := map[string]string{"bucketkeeper.io/uid": "u"}
+
+	f := &fakeS3{tags: mine}
+	if tags, err := headBucket(ctx, f, "b"); err != nil || tags != nil {
+		t.Errorf("HEAD answered: tags %v, %v; want no tags read, no error", tags, err)
+	}
+	f = &fakeS3{tags: mine, errs: map[string]error{"HeadBucket": denied("HeadBucket")}}
+	if tags, err := headBucket(ctx, f, "b"); err != nil || !maps.Equal(tags, mine) {
+		t.Errorf("HEAD denied, tags readable: tags %v, %v; want the tags", tags, err)
+	}
+	f = &fakeS3{errs: map[string]error{"HeadBucket": denied("HeadBucket"), "GetBucketTagging": denied("GetBucketTagging")}}
+	if _, err := headBucket(ctx, f, "b"); s3.KindOf(err) != s3.KindAccessDenied {
+		t.Errorf("both denied: %v, want AccessDenied", err)
+	}
+	f = &fakeS3{errs: map[string]error{"HeadBucket": s3Err("HeadBucket", s3.KindNotFound)}}
+	if _, err := headBucket(ctx, f, "b"); s3.KindOf(err) != s3.KindNotFound {
+		t.Errorf("missing: %v, want NotFound", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -143,12 +144,14 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	if err != nil {
 		return false, 0, err
 	}
-	if _, err := c.HeadBucket(ctx, bucket); err != nil {
+	tags, err := headBucket(ctx, c, bucket)
+	if err != nil {
 		return r.unreadable(sb, patcher, bucket, err, "checking bucket %q before deletion")
 	}
-	tags, err := c.GetBucketTagging(ctx, bucket)
-	if err != nil {
-		return r.unreadable(sb, patcher, bucket, err, "reading tags of bucket %q before deletion")
+	if tags == nil {
+		if tags, err = c.GetBucketTagging(ctx, bucket); err != nil {
+			return r.unreadable(sb, patcher, bucket, err, "reading tags of bucket %q before deletion")
+		}
 	}
 	me, err := r.ownerOf(ctx, sb)
 	if err != nil {
@@ -171,6 +174,9 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 	case bkv1.DeletionPolicyDelete:
 		return r.deleteBucket(ctx, sb, patcher, c, bucket)
 	case bkv1.DeletionPolicyPurge:
+		if err := r.liftPolicyBeforePurge(ctx, sb, c, bucket); err != nil {
+			return false, 0, err
+		}
 		done, err := r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
 		if err != nil || !done {
 			return false, r.purges.nextPassIn(sb.UID, r.Clock.Now()), err
@@ -283,4 +289,30 @@ func deletionVerb(p bkv1.DeletionPolicy) string {
 	default:
 		return "released"
 	}
+}
+
+// liftPolicyBeforePurge deletes the bucket policy the operator set before a purge's
+// first pass. A tenant's Deny of the data actions a purge lists and deletes with
+// (s3:ListBucketVersions, s3:DeleteObject, s3:DeleteObjectVersion), for everyone or
+// for requests without TLS, say, would otherwise refuse the operator on stores that
+// apply bucket policies to its own credentials, and the claim could never be deleted.
+// The policy goes with the bucket anyway. A policy the operator never set (on an
+// adopted bucket) stays: a Deny there is the platform team's. A store that refuses the
+// deletion (a Deny of s3:DeleteBucketPolicy written before the guardrails refused one)
+// does not stop the purge: it tries, and its condition says what the store refused.
+func (r *Reconciler) liftPolicyBeforePurge(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string) error {
+	managed := managedConfigOf(sb, bucket)
+	if !managed.exclusive && !managed.applied.Policy || r.purges.policyLifted(sb.UID) {
+		return nil
+	}
+	err := c.DeleteBucketPolicy(ctx, bucket)
+	switch kind := s3.KindOf(err); {
+	case err == nil, kind == s3.KindNotImplemented, kind == s3.KindNotFound:
+	case kind == s3.KindAccessDenied:
+		log.FromContext(ctx).Info("the store refused the deletion of the bucket's policy before its purge; purging under it", "bucket", bucket, "error", err)
+	default:
+		return reconcile.AsStepError(err, fmt.Sprintf("deleting the policy of bucket %q to purge it", bucket))
+	}
+	r.purges.liftPolicy(sb.UID)
+	return nil
 }

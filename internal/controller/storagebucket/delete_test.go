@@ -203,3 +203,43 @@ func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeLiftsTheOperatorsPolicyFirst: before a purge's first pass the operator
+// deletes the policy it set, once, so a tenant's Deny of the data actions a purge lists
+// and deletes with cannot keep the claim from being deleted; a store that refuses the
+// deletion does not stop the purge. A policy the operator never set (an adopted
+// bucket's) stays.
+func TestPurgeLiftsTheOperatorsPolicyFirst(t *testing.T) {
+	ctx := context.Background()
+	r := &Reconciler{}
+	mine := newSpecBucket() // its create intent names bucket "b"
+	f := &fakeS3{policy: `{"Statement":[]}`}
+	for range 2 {
+		if err := r.liftPolicyBeforePurge(ctx, mine, f, "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.policy != "" || len(f.writes) != 1 {
+		t.Errorf("policy %q after writes %v; want it deleted, once", f.policy, f.writes)
+	}
+
+	adopted := newSpecBucket()
+	adopted.UID, adopted.Status.CreateIntent = "2222-bbbb", nil
+	f = &fakeS3{policy: `{"Statement":[]}`}
+	if err := r.liftPolicyBeforePurge(ctx, adopted, f, "b"); err != nil || len(f.writes) != 0 {
+		t.Errorf("adopted bucket: err = %v, writes %v; want its policy left alone", err, f.writes)
+	}
+
+	refused := newSpecBucket()
+	refused.UID, refused.Status.CreateIntent.UID = "3333-cccc", "3333-cccc"
+	f = &fakeS3{policy: `{"Statement":[]}`, errs: map[string]error{"DeleteBucketPolicy": s3Err("DeleteBucketPolicy", s3.KindAccessDenied)}}
+	if err := r.liftPolicyBeforePurge(ctx, refused, f, "b"); err != nil {
+		t.Errorf("refused by the store: err = %v, want the purge to go on", err)
+	}
+	f = &fakeS3{errs: map[string]error{"DeleteBucketPolicy": s3Err("DeleteBucketPolicy", s3.KindUnreachable)}}
+	other := newSpecBucket()
+	other.UID, other.Status.CreateIntent.UID = "4444-dddd", "4444-dddd"
+	if err := r.liftPolicyBeforePurge(ctx, other, f, "b"); err == nil {
+		t.Error("unreachable store: no error, want the pass retried")
+	}
+}

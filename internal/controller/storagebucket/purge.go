@@ -28,6 +28,8 @@ type purgeProgress struct {
 	lastReport               time.Time
 	// paced: the next pass waits for the store's purge budget until then.
 	paced time.Time
+	// policyLifted: the operator's policy is off the bucket (liftPolicyBeforePurge).
+	policyLifted bool
 }
 
 func (p purgeProgress) totals() string {
@@ -82,6 +84,20 @@ func (m *purgeMemo) pace(uid types.UID, until time.Time) {
 func (m *purgeMemo) nextPassIn(uid types.UID, now time.Time) time.Duration {
 	p, _ := m.records.Get(uid)
 	return max(0, p.paced.Sub(now))
+}
+
+// liftPolicy records that the purge took the operator's policy off the bucket.
+func (m *purgeMemo) liftPolicy(uid types.UID) {
+	m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
+		p.policyLifted = true
+		return p, true
+	})
+}
+
+// policyLifted says whether the purge took the operator's policy off the bucket.
+func (m *purgeMemo) policyLifted(uid types.UID) bool {
+	p, _ := m.records.Get(uid)
+	return p.policyLifted
 }
 
 func (m *purgeMemo) forget(uid types.UID) { m.records.Delete(uid) }
