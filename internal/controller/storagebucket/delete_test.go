@@ -192,7 +192,13 @@ func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 		{name: "Delete, intent recorded, access denied", headErr: denied, mutate: []func(*bkv1.StorageBucket){intent}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newRig(t, &fakeS3{errs: map[string]error{"HeadBucket": tc.headErr}}, tc.mutate...)
+			errs := map[string]error{"HeadBucket": tc.headErr}
+			if tc.headErr == denied {
+				// Credentials that may not see the bucket read none of it: a HEAD
+				// refused alone (a tenant's Deny of s3:ListBucket) is looked past.
+				errs["GetBucketTagging"] = &s3.Error{Op: "GetBucketTagging", Bucket: rigBucket, Kind: s3.KindAccessDenied, StatusCode: 403}
+			}
+			g := newRig(t, &fakeS3{errs: errs}, tc.mutate...)
 			done, _, err := g.r.deleteExternal(context.Background(), g.sb, g.patcher())
 			if done != tc.done || (err == nil) != tc.done {
 				t.Fatalf("done %v, err %v; want done %v", done, err, tc.done)
