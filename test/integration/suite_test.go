@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -88,7 +90,8 @@ const isolatedLabel = "test.bucketkeeper.io/isolated"
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	suite, err := testenv.StartSuite(logs, operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	suite, err := testenv.StartSuite(operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
