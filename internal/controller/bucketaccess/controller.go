@@ -97,6 +97,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess,
 		{"resolving the buckets", r.resolveBuckets},
 		{"creating the identity and its policy", r.reconcileIdentity},
 		{"issuing the key", r.reconcileKeys},
+		{"removing the Secrets of an earlier secretName", r.pruneEarlierSecrets},
 	}
 	for _, step := range steps {
 		if err := step.run(ctx, scope); err != nil {
