@@ -1,0 +1,54 @@
+package invariants
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// TestBucketOfGoneClaim: the claim went (its finalizer stripped, or a deletion that did
+// not release the bucket) and the bucket still names its UID.
+func TestBucketOfGoneClaim(t *testing.T) {
+	w := newWorld(t)
+	w.without(string(w.sb.UID), "data-bucket")
+	w.ba.Spec.Buckets = nil // the access would otherwise grant nowhere
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists", "not released")
+}
+
+func TestBucketOfClaimOnAnotherStore(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["second"] = map[string]string{bkv1.TagCluster: cluster, bkv1.TagClaim: tenant + "/data", bkv1.TagUID: string(w.sb.UID) + "/ns-uid"}
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/second", "one claim, two buckets")
+
+	w = newWorld(t)
+	w.sb.Spec.ObjectStoreRef.Name = "store-b"
+	got := w.check(t)
+	if len(got) == 0 || got[0].Invariant != BucketOwned {
+		t.Fatalf("violations = %v, want BucketOwned first", got)
+	}
+}
+
+func TestBucketClaimTagDisagrees(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["bk-tenant-a-data"][bkv1.TagClaim] = "tenant-b/data"
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "claim tag says")
+}
+
+// TestReadyClaimWithoutItsBucket: ClaimBound, for a bucket gone and for one re-tagged.
+func TestReadyClaimWithoutItsBucket(t *testing.T) {
+	w := newWorld(t)
+	delete(w.s3.buckets, "bk-tenant-a-data")
+	expectOnly(t, w.check(t), ClaimBound, "storagebucket tenant-a/data", "not on store")
+
+	w = newWorld(t)
+	w.s3.buckets["bk-tenant-a-data"][bkv1.TagUID] = "/ns-uid" // released under a live claim
+	expectOnly(t, w.check(t), ClaimBound, "storagebucket tenant-a/data", "tagged for uid")
+
+	// Not Ready: no bucket is promised (but its access no longer grants it either).
+	w.sb.Status.Conditions[0].Status = metav1.ConditionFalse
+	expectOnly(t, w.check(t), IdentityGranted, "user "+store+"/"+userOf(w.ba), "grants now (nothing)")
+}
