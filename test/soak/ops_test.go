@@ -1,0 +1,453 @@
+package soak_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// The tenants' and the platform team's operations. Each picks its target from the
+// soak's own record of what it made (so a seed replays the same choices), acts with the
+// admin's client as the tenant could (every verb on its StorageBuckets, BucketAccesses
+// and Secrets, finalizers included), and says what it did. An answer such as "already
+// exists" (a name whose earlier object is still being deleted) or "not found" (deleted
+// meanwhile) is a race the soak means to have: it is counted, not failed.
+
+// op is one kind of operation and how often it is drawn.
+type op struct {
+	name   string
+	weight int
+	run    func(*soakRun) (string, error)
+}
+
+// errSkipped: the operation found nothing to act on this time.
+var errSkipped = errors.New("nothing to act on")
+
+var operations = []op{
+	{"create-bucket", 18, (*soakRun).createBucket},
+	{"edit-bucket", 12, (*soakRun).editBucket},
+	{"delete-bucket", 9, (*soakRun).deleteBucket},
+	{"create-access", 10, (*soakRun).createAccess},
+	{"edit-access", 7, (*soakRun).editAccess},
+	{"rotate-key", 3, (*soakRun).rotateKey},
+	{"delete-access", 6, (*soakRun).deleteAccess},
+	{"strip-finalizer", 5, (*soakRun).stripFinalizer},
+	{"put-object", 5, (*soakRun).putObject},
+	{"relabel-namespace", 3, (*soakRun).relabelNamespace},
+	{"delete-namespace", 2, (*soakRun).deleteNamespace},
+	{"kill-operator", 4, (*soakRun).killOperator},
+	{"store-outage", 4, (*soakRun).storeOutage},
+}
+
+// Name pools: few enough that names are reused, so a claim meets the bucket its
+// predecessor of the same name released, and an access the user of an earlier one.
+var (
+	tenantNames = []string{"soak-t0", "soak-t1", "soak-t2", "soak-t3"}
+	claimNames  = []string{"b0", "b1", "b2", "b3", "b4", "b5"}
+	accessNames = []string{"a0", "a1", "a2", "a3"}
+)
+
+// tenant is the soak's record of one tenant namespace.
+type tenant struct {
+	name     string
+	exists   bool // created, and not deleted by the soak since
+	gold     bool
+	claims   map[string]bool
+	accesses map[string]bool
+}
+
+func (r *soakRun) pick(n int) int { return r.rng.IntN(n) }
+
+func (r *soakRun) chance(p float64) bool { return r.rng.Float64() < p }
+
+func pickFrom[T any](r *soakRun, xs []T) T { return xs[r.pick(len(xs))] }
+
+// sortedNames lists the keys of a record's set, in order, so choices replay.
+func sortedNames(m map[string]bool) []string {
+	var out []string
+	for k, in := range m {
+		if in {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// someTenant picks a tenant; one that does not exist (never made, or deleted) is made,
+// unless its previous namespace is still being deleted.
+func (r *soakRun) someTenant() (*tenant, error) {
+	tn := pickFrom(r, r.tenants)
+	if tn.exists {
+		return tn, nil
+	}
+	tn.gold = r.chance(0.6)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.name, Labels: tenantLabels(tn.gold)}}
+	if err := k8s.Create(r.ctx, ns); err != nil {
+		return nil, err // AlreadyExists: the last one is still terminating
+	}
+	tn.exists, tn.claims, tn.accesses = true, map[string]bool{}, map[string]bool{}
+	r.logf("namespace %s created (gold %v)", tn.name, tn.gold)
+	return tn, nil
+}
+
+func tenantLabels(gold bool) map[string]string {
+	l := map[string]string{labelTenant: "true"}
+	if gold {
+		l[labelTier] = tierGold
+	}
+	return l
+}
+
+// existingTenant picks a tenant the soak made and has not deleted, or errSkipped.
+func (r *soakRun) existingTenant() (*tenant, error) {
+	var live []*tenant
+	for _, tn := range r.tenants {
+		if tn.exists {
+			live = append(live, tn)
+		}
+	}
+	if len(live) == 0 {
+		return nil, errSkipped
+	}
+	return pickFrom(r, live), nil
+}
+
+func (r *soakRun) createBucket() (string, error) {
+	tn, err := r.someTenant()
+	if err != nil {
+		return "", err
+	}
+	var free []string
+	for _, n := range claimNames {
+		if !tn.claims[n] {
+			free = append(free, n)
+		}
+	}
+	if len(free) == 0 {
+		return "", errSkipped
+	}
+	store := pickFrom(r, r.rig.stores)
+	sb := &bkv1.StorageBucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		Spec: bkv1.StorageBucketSpec{
+			ObjectStoreRef: bkv1.ObjectStoreReference{Name: store.name},
+			DeletionPolicy: pickFrom(r, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}),
+			Access:         pickFrom(r, []string{"", "", string(bkv1.AccessReadWrite), string(bkv1.AccessReadOnly)}),
+			Probe:          bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Minute}},
+		},
+	}
+	if r.chance(0.3) {
+		sb.Spec.Versioning = bkv1.VersioningEnabled
+	}
+	if r.chance(0.5) {
+		sb.Spec.Tags = map[string]string{"soak-round": fmt.Sprint(r.round)}
+	}
+	if err := k8s.Create(r.ctx, sb); err != nil {
+		return "", err
+	}
+	tn.claims[sb.Name] = true
+	return fmt.Sprintf("%s/%s on %s, %s, access %q", tn.name, sb.Name, store.name, sb.Spec.DeletionPolicy, sb.Spec.Access), nil
+}
+
+// someClaim picks a claim the soak made and has not deleted.
+func (r *soakRun) someClaim() (*tenant, string, error) {
+	tn, err := r.existingTenant()
+	if err != nil {
+		return nil, "", err
+	}
+	names := sortedNames(tn.claims)
+	if len(names) == 0 {
+		return nil, "", errSkipped
+	}
+	return tn, pickFrom(r, names), nil
+}
+
+func (r *soakRun) editBucket() (string, error) {
+	tn, name, err := r.someClaim()
+	if err != nil {
+		return "", err
+	}
+	// The edit is drawn before the object is read, so that the draws replay.
+	edit := r.pick(5)
+	value := r.pick(1000)
+	what := ""
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sb := &bkv1.StorageBucket{}
+		if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, sb); err != nil {
+			return err
+		}
+		switch edit {
+		case 0:
+			sb.Spec.Tags = map[string]string{"soak-edit": fmt.Sprint(value)}
+			what = "tags"
+		case 1:
+			sb.Spec.Versioning = []bkv1.VersioningState{bkv1.VersioningEnabled, bkv1.VersioningSuspended}[value%2]
+			what = "versioning " + string(sb.Spec.Versioning)
+		case 2:
+			sb.Spec.DeletionPolicy = []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}[value%3]
+			what = "deletionPolicy " + string(sb.Spec.DeletionPolicy)
+		case 3:
+			sb.Spec.Access = []string{"", string(bkv1.AccessReadWrite), string(bkv1.AccessReadOnly)}[value%3]
+			what = fmt.Sprintf("access %q", sb.Spec.Access)
+		default:
+			if sb.Spec.ConnectionSecret.Name == "" {
+				sb.Spec.ConnectionSecret.Name = name + "-conn"
+			} else {
+				sb.Spec.ConnectionSecret.Name = ""
+			}
+			what = fmt.Sprintf("connectionSecret %q", sb.Spec.ConnectionSecret.Name)
+		}
+		return k8s.Update(r.ctx, sb)
+	})
+	return fmt.Sprintf("%s/%s: %s", tn.name, name, what), err
+}
+
+func (r *soakRun) deleteBucket() (string, error) {
+	tn, name, err := r.someClaim()
+	if err != nil {
+		return "", err
+	}
+	delete(tn.claims, name)
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+	return tn.name + "/" + name, k8s.Delete(r.ctx, sb)
+}
+
+func (r *soakRun) createAccess() (string, error) {
+	tn, err := r.someTenant()
+	if err != nil {
+		return "", err
+	}
+	var free []string
+	for _, n := range accessNames {
+		if !tn.accesses[n] {
+			free = append(free, n)
+		}
+	}
+	if len(free) == 0 {
+		return "", errSkipped
+	}
+	ba := &bkv1.BucketAccess{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		Spec:       bkv1.BucketAccessSpec{Buckets: r.someGrants(tn)},
+	}
+	ba.Spec.SecretName = ba.Name + "-key"
+	if err := k8s.Create(r.ctx, ba); err != nil {
+		return "", err
+	}
+	tn.accesses[ba.Name] = true
+	return fmt.Sprintf("%s/%s over %v", tn.name, ba.Name, ba.Spec.Buckets), nil
+}
+
+// someGrants draws one or two grants over the tenant's claims; now and then a name
+// with no claim, which the access waits for.
+func (r *soakRun) someGrants(tn *tenant) []bkv1.BucketGrant {
+	names := sortedNames(tn.claims)
+	n := 1
+	if r.chance(0.25) {
+		n = 2
+	}
+	var grants []bkv1.BucketGrant
+	for range n {
+		name := pickFrom(r, claimNames)
+		if len(names) > 0 && r.chance(0.9) {
+			name = pickFrom(r, names)
+		}
+		if slices.ContainsFunc(grants, func(g bkv1.BucketGrant) bool { return g.Name == name }) {
+			continue
+		}
+		grants = append(grants, bkv1.BucketGrant{Name: name, Mode: pickFrom(r, []bkv1.AccessMode{bkv1.AccessReadWrite, bkv1.AccessReadOnly})})
+	}
+	return grants
+}
+
+// someAccess picks an access the soak made and has not deleted.
+func (r *soakRun) someAccess() (*tenant, string, error) {
+	tn, err := r.existingTenant()
+	if err != nil {
+		return nil, "", err
+	}
+	names := sortedNames(tn.accesses)
+	if len(names) == 0 {
+		return nil, "", errSkipped
+	}
+	return tn, pickFrom(r, names), nil
+}
+
+func (r *soakRun) editAccess() (string, error) {
+	tn, name, err := r.someAccess()
+	if err != nil {
+		return "", err
+	}
+	edit := r.pick(3)
+	grants := r.someGrants(tn)
+	what := ""
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ba := &bkv1.BucketAccess{}
+		if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, ba); err != nil {
+			return err
+		}
+		switch edit {
+		case 0:
+			ba.Spec.Buckets = grants
+			what = fmt.Sprintf("buckets %v", grants)
+		case 1:
+			for i := range ba.Spec.Buckets {
+				if ba.Spec.Buckets[i].Mode == bkv1.AccessReadOnly {
+					ba.Spec.Buckets[i].Mode = bkv1.AccessReadWrite
+				} else {
+					ba.Spec.Buckets[i].Mode = bkv1.AccessReadOnly
+				}
+			}
+			what = fmt.Sprintf("modes flipped: %v", ba.Spec.Buckets)
+		default:
+			if ba.Spec.SecretName == name+"-key" {
+				ba.Spec.SecretName = name + "-key2"
+			} else {
+				ba.Spec.SecretName = name + "-key"
+			}
+			what = "secretName " + ba.Spec.SecretName
+		}
+		return k8s.Update(r.ctx, ba)
+	})
+	return fmt.Sprintf("%s/%s: %s", tn.name, name, what), err
+}
+
+func (r *soakRun) rotateKey() (string, error) {
+	tn, name, err := r.someAccess()
+	if err != nil {
+		return "", err
+	}
+	ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+	stamp := fmt.Sprintf("soak-%d-%d", r.seed, r.seq)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, bkv1.AnnotationRotateRequestedAt, stamp)
+	return tn.name + "/" + name, k8s.Patch(r.ctx, ba, client.RawPatch("application/merge-patch+json", []byte(patch)))
+}
+
+func (r *soakRun) deleteAccess() (string, error) {
+	tn, name, err := r.someAccess()
+	if err != nil {
+		return "", err
+	}
+	delete(tn.accesses, name)
+	ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+	return tn.name + "/" + name, k8s.Delete(r.ctx, ba)
+}
+
+// stripFinalizer is the tenant removing the operator's finalizer from one of its
+// objects (a StorageBucket, an explicit BucketAccess or one a StorageBucket made) and
+// deleting it, in either order: the operator never sees the deletion through.
+func (r *soakRun) stripFinalizer() (string, error) {
+	tn, err := r.existingTenant()
+	if err != nil {
+		return "", err
+	}
+	var obj client.Object
+	switch claims, accesses := sortedNames(tn.claims), sortedNames(tn.accesses); {
+	case len(claims) > 0 && (len(accesses) == 0 || r.chance(0.6)):
+		name := pickFrom(r, claims)
+		if r.chance(0.3) { // the access the claim made (spec.access), if it has one
+			obj = &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+		} else {
+			obj = &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+			delete(tn.claims, name)
+		}
+	case len(accesses) > 0:
+		name := pickFrom(r, accesses)
+		obj = &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
+		delete(tn.accesses, name)
+	default:
+		return "", errSkipped
+	}
+	deleteFirst := r.chance(0.5)
+	kind := fmt.Sprintf("%T", obj)[len("*v1alpha1."):]
+	what := fmt.Sprintf("%s %s/%s (deleted %s)", kind, tn.name, obj.GetName(), map[bool]string{true: "first", false: "after"}[deleteFirst])
+	if deleteFirst {
+		if err := k8s.Delete(r.ctx, obj); err != nil {
+			return what, err
+		}
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(r.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		if !controllerutil.RemoveFinalizer(obj, bkv1.Finalizer) {
+			return nil
+		}
+		return k8s.Update(r.ctx, obj)
+	})
+	if err != nil || deleteFirst {
+		return what, err
+	}
+	return what, k8s.Delete(r.ctx, obj)
+}
+
+// putObject writes an object into a claim's bucket, as its application would (with the
+// store admin's key: the soak is not about the application's key), so deletions meet
+// buckets that are not empty.
+func (r *soakRun) putObject() (string, error) {
+	tn, name, err := r.someClaim()
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("soak/object-%d", r.seq)
+	sb := &bkv1.StorageBucket{}
+	if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, sb); err != nil {
+		return "", err
+	}
+	if sb.Status.BucketName == "" {
+		return "", errSkipped
+	}
+	sr := r.rig.store(sb.Spec.ObjectStoreRef.Name)
+	ctx, cancel := context.WithTimeout(r.ctx, 15*time.Second)
+	defer cancel()
+	return fmt.Sprintf("%s/%s: %s in %s", tn.name, name, key, sb.Status.BucketName), sr.admin.PutObject(ctx, sb.Status.BucketName, key, []byte("soak"))
+}
+
+// relabelNamespace moves a tenant in or out of the Versity store's tier: its buckets
+// there are refused (a guardrail) and their keys must go, or come back.
+func (r *soakRun) relabelNamespace() (string, error) {
+	tn, err := r.existingTenant()
+	if err != nil {
+		return "", err
+	}
+	tn.gold = !tn.gold
+	ns := &corev1.Namespace{}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(r.ctx, client.ObjectKey{Name: tn.name}, ns); err != nil {
+			return err
+		}
+		ns.Labels = tenantLabels(tn.gold)
+		return k8s.Update(r.ctx, ns)
+	})
+	return fmt.Sprintf("%s gold=%v", tn.name, tn.gold), err
+}
+
+// deleteNamespace deletes a tenant's namespace; the soak's stand-in for the namespace
+// controller (kube_test.go) deletes what is in it and finalizes it.
+func (r *soakRun) deleteNamespace() (string, error) {
+	tn, err := r.existingTenant()
+	if err != nil {
+		return "", err
+	}
+	tn.exists, tn.claims, tn.accesses = false, nil, nil
+	return tn.name, k8s.Delete(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.name}})
+}
+
+// raced says whether err is a race the soak means to have rather than a failure.
+func raced(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) ||
+		// A namespace being deleted refuses new objects (NamespaceLifecycle).
+		apierrors.IsForbidden(err)
+}
