@@ -354,7 +354,7 @@ func (r *soakRun) stripFinalizer() (string, error) {
 		return "", err
 	}
 	var obj client.Object
-	switch claims, accesses := sortedNames(tn.claims), sortedNames(tn.accesses); {
+	switch claims, accesses := r.provisionedFirst(tn), sortedNames(tn.accesses); {
 	case len(claims) > 0 && (len(accesses) == 0 || r.chance(0.6)):
 		name := pickFrom(r, claims)
 		if r.chance(0.3) { // the access the claim made (spec.access), if it has one
@@ -370,7 +370,7 @@ func (r *soakRun) stripFinalizer() (string, error) {
 	default:
 		return "", errSkipped
 	}
-	deleteFirst := r.chance(0.5)
+	deleteFirst := r.chance(0.3)
 	kind := fmt.Sprintf("%T", obj)[len("*v1alpha1."):]
 	what := fmt.Sprintf("%s %s/%s (deleted %s)", kind, tn.name, obj.GetName(), map[bool]string{true: "first", false: "after"}[deleteFirst])
 	if deleteFirst {
@@ -391,6 +391,23 @@ func (r *soakRun) stripFinalizer() (string, error) {
 		return what, err
 	}
 	return what, k8s.Delete(r.ctx, obj)
+}
+
+// provisionedFirst is the tenant's claims that have a bucket (status says so), or all
+// of them when none has yet: a finalizer stripped from a claim that holds a bucket is
+// the attack that matters.
+func (r *soakRun) provisionedFirst(tn *tenant) []string {
+	var with []string
+	for _, name := range sortedNames(tn.claims) {
+		sb := &bkv1.StorageBucket{}
+		if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, sb); err == nil && sb.Status.BucketName != "" {
+			with = append(with, name)
+		}
+	}
+	if len(with) == 0 {
+		return sortedNames(tn.claims)
+	}
+	return with
 }
 
 // putObject writes an object into a claim's bucket, as its application would (with the

@@ -300,6 +300,6 @@ func (rep *replica) stop(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("--- operator replica %s, tail ---\n%s", rep.name, testenv.Tail(rep.currentLog(), 6000))
+		t.Logf("--- operator replica %s, tail ---\n%s", rep.name, testenv.Tail(rep.currentLog(), 3000))
 	}
 }

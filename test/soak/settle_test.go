@@ -20,7 +20,7 @@ import (
 // settleTimeout bounds a settle: every claim and access at rest, every deletion done,
 // and then the checker clean, which takes at least one access-collector interval when a
 // user was left behind. Reaching it is itself a finding (invariant Settles).
-const settleTimeout = 3 * time.Minute
+const settleTimeout = 2 * time.Minute
 
 // settles is the soak's own invariant: after a round the system comes to rest in time.
 const settles invariants.Invariant = "Settles"

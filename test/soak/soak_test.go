@@ -19,17 +19,20 @@ import (
 
 // Knobs of the soak, from the environment:
 //   - BUCKETKEEPER_SOAK_DURATION (a Go duration): the long form, rounds until it has
-//     passed, on one seed. Unset: the short form of make test, one round on a fixed seed
-//     and one on a random seed.
+//     passed, on one seed. Unset: the short form of make test, shortRounds rounds on a
+//     fixed seed, then as many on a random seed.
 //   - BUCKETKEEPER_SOAK_SEED: run this seed only (the short form prints its random seed
 //     for this). The operations drawn replay; their timing against the operator does
 //     not, so a replay is a close retry rather than a recording.
 //   - BUCKETKEEPER_SOAK_RESULTS: a directory to write soak.json and soak.md into
 //     (make soak: bench/results).
+//   - BUCKETKEEPER_SOAK_TRACE: a file to write every seed's trace into (the operations
+//     run, settles, findings), which a failing run prints the end of anyway.
 const (
 	envDuration = "BUCKETKEEPER_SOAK_DURATION"
 	envSeed     = "BUCKETKEEPER_SOAK_SEED"
 	envResults  = "BUCKETKEEPER_SOAK_RESULTS"
+	envTrace    = "BUCKETKEEPER_SOAK_TRACE"
 )
 
 // fixedSeed is the short form's first seed: the same draws on every run.
@@ -41,6 +44,8 @@ const fixedSeed = 20261204
 const (
 	opsPerRound = 30
 	maxPause    = 600 * time.Millisecond
+	// shortRounds is the number of rounds of each seed in the short form.
+	shortRounds = 2
 )
 
 type soakConfig struct {
@@ -138,6 +143,16 @@ func newSoakRun(t *testing.T, ctx context.Context, rig *rig, seed uint64, stats 
 		if t.Failed() {
 			t.Logf("seed %d, the operations run (last 200):\n%s", seed, strings.Join(lastN(r.trace, 200), "\n"))
 		}
+		if path := os.Getenv(envTrace); path != "" {
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err == nil {
+				_, err = fmt.Fprintln(f, strings.Join(r.trace, "\n"))
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil {
+				t.Errorf("writing the trace: %v", err)
+			}
+		}
 	})
 	return r
 }
@@ -163,35 +178,63 @@ func (r *soakRun) soak(cfg soakConfig) {
 		if cfg.form == "long" {
 			n += r.pick(opsPerRound)
 		}
-		for range n {
+		kills, outages := r.stats.chaos()
+		for i := range n {
+			if i == n/2 { // every round cuts into the operator's work at least once of each kind
+				if k, o := r.stats.chaos(); k == kills {
+					r.run(opNamed("kill-operator"))
+				} else if o == outages {
+					r.run(opNamed("store-outage"))
+				}
+			}
 			r.step()
 			time.Sleep(time.Duration(r.pick(int(maxPause))))
 		}
 		r.heal()
 		r.settle(fmt.Sprintf("round %d", r.round))
 		r.stats.count(func(s *summary) { s.Rounds++ })
-		if cfg.form == "short" || time.Now().After(until) || r.ctx.Err() != nil {
+		if cfg.form == "short" && r.round >= shortRounds || cfg.form == "long" && time.Now().After(until) || r.ctx.Err() != nil {
 			break
 		}
 	}
 	r.teardown()
 }
 
-// step draws one operation and runs it.
+// step draws operations until one finds something to act on (at most a few draws).
 func (r *soakRun) step() {
+	for range 5 {
+		if !r.run(r.draw()) {
+			return
+		}
+	}
+}
+
+func (r *soakRun) draw() op {
 	total := 0
 	for _, o := range operations {
 		total += o.weight
 	}
 	n := r.pick(total)
-	o := operations[0]
 	for _, c := range operations {
 		if n < c.weight {
-			o = c
-			break
+			return c
 		}
 		n -= c.weight
 	}
+	return operations[0]
+}
+
+func opNamed(name string) op {
+	for _, o := range operations {
+		if o.name == name {
+			return o
+		}
+	}
+	panic("no operation " + name)
+}
+
+// run runs one operation, records its outcome and says whether it was skipped.
+func (r *soakRun) run(o op) (skipped bool) {
 	r.seq++
 	what, err := o.run(r)
 	outcome := "ok"
@@ -219,6 +262,7 @@ func (r *soakRun) step() {
 		}
 	})
 	r.logf("#%d %s %s: %s", r.seq, o.name, what, outcome)
+	return errors.Is(err, errSkipped)
 }
 
 // background runs Kubernetes' namespace and garbage collectors and restarts replicas

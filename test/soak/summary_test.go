@@ -85,6 +85,13 @@ func (st *stats) count(f func(*summary)) {
 	f(&st.s)
 }
 
+// chaos is how many kills and outages there were so far.
+func (st *stats) chaos() (kills, outages int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.s.Kills, total(st.s.Outages)
+}
+
 func key(v invariants.Violation) string { return string(v.Invariant) + "|" + v.Object }
 
 // fresh drops the violations already recorded.
