@@ -33,6 +33,9 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 			continue
 		}
 		if tags[bkv1.TagCluster] != clusterID {
+			if v := untagged(snap, view, name, tags); v != "" {
+				out = append(out, Violation{Invariant: BucketOwned, Object: object, Found: v})
+			}
 			continue // another cluster's, or no operator's
 		}
 		claimUID, _, _ := strings.Cut(tags[bkv1.TagUID], "/")
@@ -82,6 +85,23 @@ func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, c
 		return fmt.Sprintf("tagged for claim %s/%s, which holds bucket %s: one claim, two buckets", sb.Namespace, sb.Name, known)
 	}
 	return ""
+}
+
+// untagged says what is wrong with a bucket without this cluster's tag ("" if
+// nothing): on a store whose view knows its foreign buckets, a bucket with no ownership
+// tag at all that is not foreign was made by the operator, and unless a live claim on
+// the store records it (created, not yet tagged) nobody will ever delete or bind it.
+func untagged(snap *snapshot, view StoreView, bucket string, tags map[string]string) string {
+	if view.Foreign == nil || view.Foreign(bucket) || tags[bkv1.TagCluster] != "" || tags[bkv1.TagClaim] != "" || tags[bkv1.TagUID] != "" {
+		return ""
+	}
+	for i := range snap.buckets {
+		sb := &snap.buckets[i]
+		if sb.Spec.ObjectStoreRef.Name == view.Name && knownBucket(sb) == bucket {
+			return ""
+		}
+	}
+	return "has no ownership tags and no live claim records it: made by the operator, and left to no one"
 }
 
 // knownBucket is the bucket a claim recorded, in status or in its create intent.

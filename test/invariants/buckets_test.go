@@ -52,3 +52,25 @@ func TestReadyClaimWithoutItsBucket(t *testing.T) {
 	w.sb.Status.Conditions[0].Status = metav1.ConditionFalse
 	expectOnly(t, w.check(t), IdentityGranted, "user "+store+"/"+userOf(w.ba), "grants now (nothing)")
 }
+
+// TestUntaggedBucket: on a store whose foreign buckets the view knows, an untagged
+// bucket is the operator's, and must be a live claim's, still to be tagged.
+func TestUntaggedBucket(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["bk-tenant-a-early"] = map[string]string{}
+	views := viewsOf(w)
+	views[0].Foreign = func(b string) bool { return b == "someone-elses" }
+	got := Check(t.Context(), fakeClient(w), views, cluster)
+	expectOnly(t, got, BucketOwned, "bucket "+store+"/bk-tenant-a-early", "no ownership tags")
+
+	// A claim that recorded its intent to create it (and has not tagged it yet).
+	early := w.sb.DeepCopy()
+	early.Name, early.UID, early.Status = "early", "77777777-7777-7777-7777-777777777777", bkv1.StorageBucketStatus{
+		CreateIntent: &bkv1.CreateIntent{BucketName: "bk-tenant-a-early", UID: "77777777-7777-7777-7777-777777777777"}}
+	w.objects = append(w.objects, early)
+	expectNone(t, Check(t.Context(), fakeClient(w), views, cluster))
+
+	// Without Foreign, untagged buckets are not judged.
+	w.without("early")
+	expectNone(t, w.check(t))
+}

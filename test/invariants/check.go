@@ -49,6 +49,12 @@ type StoreView struct {
 	S3 s3.Client
 	// IAM reads the store's IAM users; nil when the ObjectStore issues no IAM keys.
 	IAM IAMReader
+	// Foreign, when set, says the store holds no bucket of the operator's without its
+	// ownership tags but those it names (the harness's own): every other bucket that
+	// carries no cluster tag is then one the operator made and never tagged, or whose
+	// tags it removed, and must be named by a live claim's status or create intent.
+	// Nil on a store shared with anything else: untagged buckets are not judged.
+	Foreign func(bucket string) bool
 }
 
 // Check reads the cluster through c (read it uncached: the API server, not an

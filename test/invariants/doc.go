@@ -9,7 +9,9 @@
 // The invariants (DESIGN.md section 9, issue 39):
 //   - BucketOwned: every bucket tagged with this cluster's id belongs to a live
 //     StorageBucket (the UID in its bucketkeeper.io/uid tag), or was released by a
-//     Retain deletion (that tag names no claim).
+//     Retain deletion (that tag names no claim). On a store whose view knows the
+//     buckets that are not the operator's (StoreView.Foreign), an untagged bucket is
+//     one the operator made, and must be a live claim's, not yet tagged.
 //   - ClaimBound: a Ready StorageBucket's bucket exists on its store, tagged for it.
 //   - IdentityGranted: every IAM user of this cluster (iam.OwnedUserName) belongs to a
 //     live BucketAccess, holds only the keys its status names, and its policies reach

@@ -47,11 +47,12 @@ func (r *soakRun) restart(rep *replica) {
 }
 
 // storeOutage makes a store unreachable for a few seconds: its proxy refuses every
-// connection, or accepts and never answers, or the server's process itself is stopped
-// (and started again, on its ports and data).
+// connection, or accepts and never answers, or passes requests on only after the
+// operator gave up on them, or the server's process itself is stopped (and started
+// again, on its ports and data).
 func (r *soakRun) storeOutage() (string, error) {
 	sr := pickFrom(r, r.rig.stores)
-	mode := pickFrom(r, []outageMode{refused, refused, blackhole, blackhole, "stopped"})
+	mode := pickFrom(r, []outageMode{refused, refused, blackhole, blackhole, late, late, "stopped"})
 	length := time.Duration(3000+r.pick(17000)) * time.Millisecond
 	sr.mu.Lock()
 	if sr.down != up || sr.stopped {

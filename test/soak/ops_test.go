@@ -38,6 +38,7 @@ var operations = []op{
 	{"create-bucket", 18, (*soakRun).createBucket},
 	{"edit-bucket", 12, (*soakRun).editBucket},
 	{"delete-bucket", 9, (*soakRun).deleteBucket},
+	{"flash-bucket", 4, (*soakRun).flashBucket},
 	{"create-access", 10, (*soakRun).createAccess},
 	{"edit-access", 7, (*soakRun).editAccess},
 	{"rotate-key", 3, (*soakRun).rotateKey},
@@ -138,11 +139,14 @@ func (r *soakRun) createBucket() (string, error) {
 	if len(free) == 0 {
 		return "", errSkipped
 	}
-	store := pickFrom(r, r.rig.stores)
+	store := pickFrom(r, r.rig.stores).name
+	if r.chance(0.05) {
+		store = missingStore // never Ready: an access naming it must not keep what it granted
+	}
 	sb := &bkv1.StorageBucket{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
 		Spec: bkv1.StorageBucketSpec{
-			ObjectStoreRef: bkv1.ObjectStoreReference{Name: store.name},
+			ObjectStoreRef: bkv1.ObjectStoreReference{Name: store},
 			DeletionPolicy: pickFrom(r, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}),
 			Access:         pickFrom(r, []string{"", "", string(bkv1.AccessReadWrite), string(bkv1.AccessReadOnly)}),
 			Probe:          bkv1.ProbeSpec{Interval: &metav1.Duration{Duration: time.Minute}},
@@ -158,7 +162,42 @@ func (r *soakRun) createBucket() (string, error) {
 		return "", err
 	}
 	tn.claims[sb.Name] = true
-	return fmt.Sprintf("%s/%s on %s, %s, access %q", tn.name, sb.Name, store.name, sb.Spec.DeletionPolicy, sb.Spec.Access), nil
+	return fmt.Sprintf("%s/%s on %s, %s, access %q", tn.name, sb.Name, store, sb.Spec.DeletionPolicy, sb.Spec.Access), nil
+}
+
+// missingStore is an ObjectStore that never exists.
+const missingStore = "soak-nowhere"
+
+// flashBucket creates a claim and deletes it a few milliseconds later, so that its
+// deletion lands anywhere in its first pass: before the finalizer, between the create
+// intent and CreateBucket, between CreateBucket and the tags, or after.
+func (r *soakRun) flashBucket() (string, error) {
+	tn, err := r.someTenant()
+	if err != nil {
+		return "", err
+	}
+	var free []string
+	for _, n := range claimNames {
+		if !tn.claims[n] {
+			free = append(free, n)
+		}
+	}
+	if len(free) == 0 {
+		return "", errSkipped
+	}
+	store := pickFrom(r, r.rig.stores).name
+	policy := pickFrom(r, []bkv1.DeletionPolicy{bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyRetain})
+	after := time.Duration(r.pick(50)) * time.Millisecond
+	sb := &bkv1.StorageBucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store}, DeletionPolicy: policy},
+	}
+	what := fmt.Sprintf("%s/%s on %s, %s, deleted after %s", tn.name, sb.Name, store, policy, after)
+	if err := k8s.Create(r.ctx, sb); err != nil {
+		return what, err
+	}
+	time.Sleep(after)
+	return what, k8s.Delete(r.ctx, sb)
 }
 
 // someClaim picks a claim the soak made and has not deleted.

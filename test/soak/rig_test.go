@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,7 +178,10 @@ func (r *rig) addStore(ctx context.Context, srv *testenv.S3Server) *storeRig {
 		AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
 	must(t, err)
 	sr.admin = admin
-	sr.view = invariants.StoreView{Name: sr.name, S3: admin, IAM: invariants.SDKIAM{Client: srv.IAMClient()}}
+	sr.view = invariants.StoreView{Name: sr.name, S3: admin, IAM: invariants.SDKIAM{Client: srv.IAMClient()},
+		// Every other bucket on these stores is the operator's: the checker's test tags
+		// and removes its own.
+		Foreign: func(bucket string) bool { return bucket == srv.ScopedBucket || strings.HasPrefix(bucket, "chk-") }}
 	return sr
 }
 
