@@ -142,6 +142,30 @@ func (r *soakRun) heal() {
 	}
 }
 
+// troubled lists the stores under an outage now, by name.
+func (rg *rig) troubled() []string {
+	var out []string
+	for _, sr := range rg.stores {
+		sr.mu.Lock()
+		if sr.down != up || sr.stopped {
+			out = append(out, sr.name)
+		}
+		sr.mu.Unlock()
+	}
+	return out
+}
+
+// lateLanded counts the creations late stores carried out after the operator gave up.
+func (rg *rig) lateLanded() int {
+	n := 0
+	for _, sr := range rg.stores {
+		for _, p := range sr.proxies {
+			n += int(p.late.landed.Load())
+		}
+	}
+	return n
+}
+
 func (sr *storeRig) currentOutage() int {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()

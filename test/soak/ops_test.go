@@ -41,6 +41,7 @@ var operations = []op{
 	{"flash-bucket", 4, (*soakRun).flashBucket},
 	{"create-access", 10, (*soakRun).createAccess},
 	{"edit-access", 7, (*soakRun).editAccess},
+	{"repoint-access", 3, (*soakRun).repointAccess},
 	{"rotate-key", 3, (*soakRun).rotateKey},
 	{"delete-access", 6, (*soakRun).deleteAccess},
 	{"strip-finalizer", 5, (*soakRun).stripFinalizer},
@@ -86,6 +87,34 @@ func sortedNames(m map[string]bool) []string {
 	return out
 }
 
+// freeName picks a tenant (made if need be) and a name of pool its record does not
+// hold.
+func (r *soakRun) freeName(pool []string, record func(*tenant) map[string]bool) (*tenant, string, error) {
+	tn, err := r.someTenant()
+	if err != nil {
+		return nil, "", err
+	}
+	name, ok := r.freeIn(pool, record(tn))
+	if !ok {
+		return nil, "", errSkipped
+	}
+	return tn, name, nil
+}
+
+// freeIn picks a name of pool that used does not hold.
+func (r *soakRun) freeIn(pool []string, used map[string]bool) (string, bool) {
+	var free []string
+	for _, n := range pool {
+		if !used[n] {
+			free = append(free, n)
+		}
+	}
+	if len(free) == 0 {
+		return "", false
+	}
+	return pickFrom(r, free), true
+}
+
 // someTenant picks a tenant; one that does not exist (never made, or deleted) is made,
 // unless its previous namespace is still being deleted.
 func (r *soakRun) someTenant() (*tenant, error) {
@@ -126,25 +155,16 @@ func (r *soakRun) existingTenant() (*tenant, error) {
 }
 
 func (r *soakRun) createBucket() (string, error) {
-	tn, err := r.someTenant()
+	tn, name, err := r.freeName(claimNames, func(tn *tenant) map[string]bool { return tn.claims })
 	if err != nil {
 		return "", err
-	}
-	var free []string
-	for _, n := range claimNames {
-		if !tn.claims[n] {
-			free = append(free, n)
-		}
-	}
-	if len(free) == 0 {
-		return "", errSkipped
 	}
 	store := pickFrom(r, r.rig.stores).name
 	if r.chance(0.05) {
 		store = missingStore // never Ready: an access naming it must not keep what it granted
 	}
 	sb := &bkv1.StorageBucket{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name},
 		Spec: bkv1.StorageBucketSpec{
 			ObjectStoreRef: bkv1.ObjectStoreReference{Name: store},
 			DeletionPolicy: pickFrom(r, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}),
@@ -172,24 +192,18 @@ const missingStore = "soak-nowhere"
 // deletion lands anywhere in its first pass: before the finalizer, between the create
 // intent and CreateBucket, between CreateBucket and the tags, or after.
 func (r *soakRun) flashBucket() (string, error) {
-	tn, err := r.someTenant()
+	tn, name, err := r.freeName(claimNames, func(tn *tenant) map[string]bool { return tn.claims })
 	if err != nil {
 		return "", err
 	}
-	var free []string
-	for _, n := range claimNames {
-		if !tn.claims[n] {
-			free = append(free, n)
-		}
-	}
-	if len(free) == 0 {
-		return "", errSkipped
-	}
 	store := pickFrom(r, r.rig.stores).name
+	if troubled := r.rig.troubled(); len(troubled) > 0 && r.chance(0.7) {
+		store = pickFrom(r, troubled) // where a first pass is most fragile
+	}
 	policy := pickFrom(r, []bkv1.DeletionPolicy{bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyRetain})
 	after := time.Duration(r.pick(50)) * time.Millisecond
 	sb := &bkv1.StorageBucket{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name},
 		Spec:       bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: store}, DeletionPolicy: policy},
 	}
 	what := fmt.Sprintf("%s/%s on %s, %s, deleted after %s", tn.name, sb.Name, store, policy, after)
@@ -202,11 +216,16 @@ func (r *soakRun) flashBucket() (string, error) {
 
 // someClaim picks a claim the soak made and has not deleted.
 func (r *soakRun) someClaim() (*tenant, string, error) {
+	return r.someOf(func(tn *tenant) map[string]bool { return tn.claims })
+}
+
+// someOf picks a name from one of a live tenant's records.
+func (r *soakRun) someOf(record func(*tenant) map[string]bool) (*tenant, string, error) {
 	tn, err := r.existingTenant()
 	if err != nil {
 		return nil, "", err
 	}
-	names := sortedNames(tn.claims)
+	names := sortedNames(record(tn))
 	if len(names) == 0 {
 		return nil, "", errSkipped
 	}
@@ -254,31 +273,29 @@ func (r *soakRun) editBucket() (string, error) {
 }
 
 func (r *soakRun) deleteBucket() (string, error) {
-	tn, name, err := r.someClaim()
+	return r.deleteSome(func(tn *tenant) map[string]bool { return tn.claims }, func() client.Object { return &bkv1.StorageBucket{} })
+}
+
+// deleteSome deletes an object the soak made, named in one of a tenant's records.
+func (r *soakRun) deleteSome(record func(*tenant) map[string]bool, empty func() client.Object) (string, error) {
+	tn, name, err := r.someOf(record)
 	if err != nil {
 		return "", err
 	}
-	delete(tn.claims, name)
-	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
-	return tn.name + "/" + name, k8s.Delete(r.ctx, sb)
+	delete(record(tn), name)
+	obj := empty()
+	obj.SetNamespace(tn.name)
+	obj.SetName(name)
+	return tn.name + "/" + name, k8s.Delete(r.ctx, obj)
 }
 
 func (r *soakRun) createAccess() (string, error) {
-	tn, err := r.someTenant()
+	tn, name, err := r.freeName(accessNames, func(tn *tenant) map[string]bool { return tn.accesses })
 	if err != nil {
 		return "", err
 	}
-	var free []string
-	for _, n := range accessNames {
-		if !tn.accesses[n] {
-			free = append(free, n)
-		}
-	}
-	if len(free) == 0 {
-		return "", errSkipped
-	}
 	ba := &bkv1.BucketAccess{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: pickFrom(r, free)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name},
 		Spec:       bkv1.BucketAccessSpec{Buckets: r.someGrants(tn)},
 	}
 	ba.Spec.SecretName = ba.Name + "-key"
@@ -313,15 +330,7 @@ func (r *soakRun) someGrants(tn *tenant) []bkv1.BucketGrant {
 
 // someAccess picks an access the soak made and has not deleted.
 func (r *soakRun) someAccess() (*tenant, string, error) {
-	tn, err := r.existingTenant()
-	if err != nil {
-		return nil, "", err
-	}
-	names := sortedNames(tn.accesses)
-	if len(names) == 0 {
-		return nil, "", errSkipped
-	}
-	return tn, pickFrom(r, names), nil
+	return r.someOf(func(tn *tenant) map[string]bool { return tn.accesses })
 }
 
 func (r *soakRun) editAccess() (string, error) {
@@ -363,6 +372,36 @@ func (r *soakRun) editAccess() (string, error) {
 	return fmt.Sprintf("%s/%s: %s", tn.name, name, what), err
 }
 
+// repointAccess points an access at a claim that will never be Ready (made for it, on
+// an ObjectStore that does not exist), as a tenant may: nothing can be issued for it,
+// and what the access granted before must not stay reachable.
+func (r *soakRun) repointAccess() (string, error) {
+	tn, name, err := r.someAccess()
+	if err != nil {
+		return "", err
+	}
+	claim, ok := r.freeIn(claimNames, tn.claims)
+	if !ok {
+		return "", errSkipped
+	}
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: claim},
+		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: missingStore}, DeletionPolicy: bkv1.DeletionPolicyDelete}}
+	what := fmt.Sprintf("%s/%s to %s on %s", tn.name, name, claim, missingStore)
+	if err := k8s.Create(r.ctx, sb); err != nil {
+		return what, err
+	}
+	tn.claims[claim] = true
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ba := &bkv1.BucketAccess{}
+		if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, ba); err != nil {
+			return err
+		}
+		ba.Spec.Buckets = []bkv1.BucketGrant{{Name: claim, Mode: bkv1.AccessReadWrite}}
+		return k8s.Update(r.ctx, ba)
+	})
+	return what, err
+}
+
 func (r *soakRun) rotateKey() (string, error) {
 	tn, name, err := r.someAccess()
 	if err != nil {
@@ -375,13 +414,7 @@ func (r *soakRun) rotateKey() (string, error) {
 }
 
 func (r *soakRun) deleteAccess() (string, error) {
-	tn, name, err := r.someAccess()
-	if err != nil {
-		return "", err
-	}
-	delete(tn.accesses, name)
-	ba := &bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: tn.name, Name: name}}
-	return tn.name + "/" + name, k8s.Delete(r.ctx, ba)
+	return r.deleteSome(func(tn *tenant) map[string]bool { return tn.accesses }, func() client.Object { return &bkv1.BucketAccess{} })
 }
 
 // stripFinalizer is the tenant removing the operator's finalizer from one of its

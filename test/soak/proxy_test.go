@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"time"
 )
 
 // outageMode is how a store is unreachable while an outage lasts.
@@ -19,15 +18,11 @@ const (
 	// blackhole: connections are accepted and never answered, as by a store that hangs;
 	// the operator's deadlines must end them.
 	blackhole outageMode = "blackhole"
-	// late: every request reaches the store lateDelay after it was sent, after the
-	// operator gave up on it (--s3-request-timeout): a CreateBucket the operator took
-	// for failed is carried out behind its back, as by an overloaded store.
+	// late: requests that create something (a bucket, an IAM user, key or policy) are
+	// never answered, and are carried out once the operator gave up on them; every
+	// other request is answered (late_test.go).
 	late outageMode = "late"
 )
-
-// lateDelay is how long a late store holds each connection before passing it on:
-// longer than the operator's S3 deadline (10s in the soak).
-const lateDelay = 12 * time.Second
 
 // tcpProxy forwards a loopback port to a store's port byte for byte, so SigV4 signatures
 // (over the Host the client sent) still verify. The operator reaches every store through
@@ -36,8 +31,7 @@ type tcpProxy struct {
 	Addr   string // 127.0.0.1:PORT
 	target string
 	ln     net.Listener
-
-	closed chan struct{}
+	late   *lateStore // what connections go to while the store is late
 
 	mu    sync.Mutex
 	mode  outageMode
@@ -50,7 +44,12 @@ func newTCPProxy(target string) (*tcpProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &tcpProxy{Addr: ln.Addr().String(), target: target, ln: ln, mode: up, conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
+	lateStore, err := newLateStore(target)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	p := &tcpProxy{Addr: ln.Addr().String(), target: target, ln: ln, late: lateStore, mode: up, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -81,50 +80,28 @@ func (p *tcpProxy) serve() {
 			}()
 		case late:
 			p.wg.Add(1)
-			go func() {
-				select { // the client's bytes wait in the socket meanwhile, even once it has gone
-				case <-time.After(lateDelay):
-				case <-p.closed:
-				}
-				p.pipe(c, true) // its Done is this goroutine's
-			}()
+			go p.pipe(c, p.late.addr)
 		default:
 			p.wg.Add(1)
-			go p.pipe(c, false)
+			go p.pipe(c, p.target)
 		}
 	}
 }
 
-// pipe forwards c to the store until either side ends. For a late connection
-// (landLate) the client has usually gone by then: the store is given until it answers
-// (or answerWait passes) before its connection is closed, since a server that sees its
-// client go cancels the request, and the request is to land.
-func (p *tcpProxy) pipe(c net.Conn, landLate bool) {
+// pipe forwards c to target until either side ends.
+func (p *tcpProxy) pipe(c net.Conn, target string) {
 	defer p.wg.Done()
 	defer p.forget(c)
-	s, err := net.Dial("tcp", p.target)
+	s, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}
 	defer s.Close()
-	sent, answered := make(chan struct{}), make(chan struct{})
-	go func() { _, _ = io.Copy(s, c); close(sent) }()
-	go func() { _, _ = io.Copy(c, s); close(answered) }()
-	select {
-	case <-answered:
-	case <-sent:
-		if landLate {
-			select {
-			case <-answered:
-			case <-time.After(answerWait):
-			case <-p.closed:
-			}
-		}
-	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
+	<-done
 }
-
-// answerWait bounds how long a late request's answer is waited for.
-const answerWait = 30 * time.Second
 
 func (p *tcpProxy) forget(c net.Conn) {
 	_ = c.Close()
@@ -135,18 +112,11 @@ func (p *tcpProxy) forget(c net.Conn) {
 
 // set switches the mode and drops every open connection, so no request started before
 // the switch is answered after it: an outage cuts what is in flight, and its end lets go
-// of what it held. What a late store holds is not dropped: it lands, late.
+// of what it held. (What a late store holds back is carried out all the same.)
 func (p *tcpProxy) set(mode outageMode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	wasLate := p.mode == late
 	p.mode = mode
-	if !wasLate {
-		p.dropLocked()
-	}
-}
-
-func (p *tcpProxy) dropLocked() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -154,14 +124,10 @@ func (p *tcpProxy) dropLocked() {
 
 func (p *tcpProxy) Close() error {
 	err := p.ln.Close()
-	close(p.closed)
-	p.mu.Lock()
-	p.mode = refused
-	p.dropLocked()
-	p.mu.Unlock()
+	p.set(refused)
 	p.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
-		return nil
+		err = nil
 	}
-	return err
+	return errors.Join(err, p.late.Close())
 }

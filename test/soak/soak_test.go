@@ -99,6 +99,7 @@ func TestSoak(t *testing.T) {
 		run := newSoakRun(t, ctx, rig, seed, stats)
 		run.soak(cfg)
 	}
+	stats.count(func(s *summary) { s.LateLanded = rig.lateLanded() })
 	sum := stats.finish(time.Since(started))
 	t.Logf("soak summary:\n%s", sum.markdown())
 	if cfg.results != "" {

@@ -33,8 +33,11 @@ type summary struct {
 	// Kills of an operator replica (SIGKILL), LeaderKills those of the leader.
 	Kills       int `json:"kills"`
 	LeaderKills int `json:"leaderKills"`
-	// Outages by kind: refused, blackhole (proxy), stopped (the store's process).
+	// Outages by kind: refused, blackhole, late (proxy), stopped (the store's process).
 	Outages map[string]int `json:"outages"`
+	// LateLanded counts the creations (buckets, IAM users, keys, policies) late stores
+	// carried out after the operator had given up on them.
+	LateLanded int `json:"lateLanded"`
 	// UnplannedExits: replicas that exited without being killed (a lease lost under
 	// load ends a manager by design); they were restarted.
 	UnplannedExits int      `json:"unplannedExits"`
@@ -160,6 +163,7 @@ func (s summary) markdown() string {
 	fmt.Fprintf(&b, "| operations that failed (a store down, say) | %d (%s) |  |\n", total(s.Failed), counts(s.Failed))
 	fmt.Fprintf(&b, "| operator SIGKILLs survived (of the leader) | %d (%d) |  |\n", s.Kills, s.LeaderKills)
 	fmt.Fprintf(&b, "| store outages survived | %d (%s) |  |\n", total(s.Outages), counts(s.Outages))
+	fmt.Fprintf(&b, "| creations a late store carried out after the operator gave up | %d |  |\n", s.LateLanded)
 	fmt.Fprintf(&b, "| replicas that exited on their own (restarted) | %d |  |\n", s.UnplannedExits)
 	fmt.Fprintf(&b, "| operator panics | %d | 0 |\n", len(s.Panics))
 	fmt.Fprintf(&b, "| settle time median / max | %s / %s | ≤ %s |\n", s.SettleMedian, s.SettleMax, settleTimeout)
