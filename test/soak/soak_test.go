@@ -158,7 +158,8 @@ func newSoakRun(t *testing.T, ctx context.Context, rig *rig, seed uint64, stats 
 	return r
 }
 
-// soak runs rounds: the short form one, the long form until its duration has passed.
+// soak runs rounds: the short form shortRounds, the long form until its duration has
+// passed.
 // Kubernetes' own controllers run beside it throughout (kube_test.go). At the end every
 // tenant namespace is deleted and the last round settles on an empty cluster.
 func (r *soakRun) soak(cfg soakConfig) {
@@ -182,9 +183,11 @@ func (r *soakRun) soak(cfg soakConfig) {
 		kills, outages := r.stats.chaos()
 		for i := range n {
 			if i == n/2 { // every round cuts into the operator's work at least once of each kind
-				if k, o := r.stats.chaos(); k == kills {
+				k, o := r.stats.chaos()
+				if k == kills {
 					r.run(opNamed("kill-operator"))
-				} else if o == outages {
+				}
+				if o == outages {
 					r.run(opNamed("store-outage"))
 				}
 			}
