@@ -70,9 +70,10 @@ docs: api-docs ## Write docs/' generated parts: the API reference, and the perfo
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
-# Nested modules: their dependencies (Versity, Helm, kustomize, plotting, the vet tool's
-# golang.org/x/tools) stay out of the operator's module.
-NESTED := cmd/bucketkeeper-dev test/manifests bench hack/vettool
+# Nested modules: their dependencies (Versity, Helm, kustomize, the kubectl plugin's
+# cli-runtime, plotting, the vet tool's golang.org/x/tools) stay out of the operator's
+# module.
+NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool
 
 # The operator's module is vetted first, then the nested modules side by side, with
 # hack/vettool: go vet's own analyzers, minus the facts of the other modules' packages,
@@ -112,8 +113,15 @@ verify-generated: ## Fail when a generated file is stale (and regenerate it) or 
 ##@ Build, run and test
 
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper) into bin/.
 	$(GO) build -o bin/ ./cmd/...
+	cd cmd/kubectl-bucketkeeper && $(GO) build -o $(CURDIR)/bin/ .
+
+# VERSION names the plugin's release archives.
+VERSION ?= dev
+.PHONY: plugin-dist
+plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS into dist/ (VERSION=vX.Y.Z).
+	GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
 
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the node) if missing.
@@ -175,6 +183,10 @@ store-table: ## Write docs/stores.md's store tables from what the real stores an
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+
+.PHONY: reasons-doc
+reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestReasonsDoc$$' ./internal/remedy/
 
 # The soak's long form: random operations, SIGKILLs and store outages for SOAK_DURATION,
 # the invariant checker after every round; its summary goes to bench/results/soak.json

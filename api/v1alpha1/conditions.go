@@ -117,4 +117,9 @@ const (
 	EventReasonBucketLeftAlone   = "BucketLeftAlone"
 	EventReasonBucketNotReleased = "BucketNotReleased"
 	EventReasonBucketAbandoned   = "BucketAbandoned"
+
+	// EventReasonReceiverKeyInvalid: a Secret labelled as a probe-webhook key is
+	// malformed (no or a short HMAC key, no or an invalid namespace list) and is not
+	// used; the Warning, on the Secret, says what is wrong, never the key.
+	EventReasonReceiverKeyInvalid = "ReceiverKeyInvalid"
 )

@@ -115,6 +115,25 @@ const (
 	LabelStorageBucket = "bucketkeeper.io/storagebucket"
 )
 
+// A namespaced key of the probe webhook is a Secret the platform team writes in the
+// operator's namespace (--receiver-keys-namespace), labelled
+// LabelSecretRole=SecretRoleReceiverKey. Its name is the key's id, which callers send
+// in the X-Bucketkeeper-Key-Id header; ReceiverKeySecretKey holds the HMAC key and
+// AnnotationReceiverNamespaces the namespaces whose StorageBuckets the key may probe.
+// Only that one namespace is watched for them, so a tenant that labels a Secret of
+// its own namespace so makes no key.
+const (
+	// SecretRoleReceiverKey marks a Secret as a namespaced key of the probe webhook.
+	SecretRoleReceiverKey = "receiver-key"
+	// ReceiverKeySecretKey is the data key holding the HMAC key (at least 16 bytes;
+	// trailing newlines are trimmed).
+	ReceiverKeySecretKey = "secret"
+	// AnnotationReceiverNamespaces lists, comma-separated, the namespaces whose
+	// StorageBuckets the key may probe, e.g. "team-a,team-a-staging". A key that names
+	// none, or a name that is not a valid namespace name, is not loaded.
+	AnnotationReceiverNamespaces = "bucketkeeper.io/receiver-namespaces"
+)
+
 // StoreLeasePrefix begins the name of the Lease (coordination.k8s.io, in the
 // operator's namespace) through which operator deployments sharding the buckets
 // (--shard-count above 1) agree which of them health-checks a store:

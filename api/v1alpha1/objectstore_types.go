@@ -256,6 +256,19 @@ const (
 	AccessProviderNone AccessProviderType = "None"
 )
 
+// AccessProviderType is the store's effective access provider: spec.accessProvider's
+// type, else Static when applicationCredentialsSecretRef is set, else None (the
+// defaulting the field's documentation describes, which the CRD cannot express).
+func (s *ObjectStoreSpec) AccessProviderType() AccessProviderType {
+	if p := s.AccessProvider; p != nil && p.Type != "" {
+		return p.Type
+	}
+	if s.ApplicationCredentialsSecretRef != nil {
+		return AccessProviderStatic
+	}
+	return AccessProviderNone
+}
+
 // AccessProvider configures application credentials for a store.
 //
 // +kubebuilder:validation:XValidation:rule="self.type == 'IAM' || !has(self.iam)",message="accessProvider.iam may only be set when type is IAM"

@@ -116,7 +116,7 @@ func run(o *options) int {
 	redirectStdout(logs)
 	progress("control plane up in %s at %s", since(start), cp.Config.Host)
 
-	if err := writeKubeconfig(o.kubeconfig, cp.Config); err != nil {
+	if err := testenv.WriteKubeconfig(o.kubeconfig, "bucketkeeper-dev", "default", cp.Config); err != nil {
 		return fail("kubeconfig: %v", err)
 	}
 	cleanups.push(func() { _ = os.Remove(o.kubeconfig) })

@@ -130,7 +130,7 @@ func TestProbeRequestsAreBounded(t *testing.T) {
 		// No drift checks (they send HeadBucket too) while the test counts probes.
 		SyncInterval:            time.Hour,
 		MinProbeRequestInterval: interval,
-		ReceiverBindAddress:     addr, ReceiverSecret: receiverSecret})
+		ReceiverBindAddress:     addr, ReceiverClusterWideSecret: receiverSecret})
 	must(t, err)
 	defer func() { stop(); <-done }()
 

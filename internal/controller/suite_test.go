@@ -52,10 +52,14 @@ var (
 	requests = &requestLog{}
 	logs     = &testenv.LogBuffer{}
 
-	// The suite's manager serves the probe webhook here.
+	// The suite's manager serves the probe webhook here, with a cluster-wide key and
+	// the namespaced keys of receiverKeysNamespace (the operator's namespace in a
+	// cluster).
 	receiverAddr   string
 	receiverSecret = []byte("suite-receiver-secret-0123456789")
 )
+
+const receiverKeysNamespace = "bucketkeeper-receiver-keys"
 
 // everyStore returns the real S3 servers of the suite, for the tests whose outcome the store's
 // behaviour decides (what a tenant or a key it was handed can do, how keys are issued,
@@ -112,6 +116,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: receiverKeysNamespace}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A short key grace so rotations finish within a test, and a short collector
@@ -153,7 +161,7 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 		opts.S3Observer = requests.observe
 	}
 	if opts.ReceiverBindAddress == "" && receiverAddr != "" && opts.WatchLabelSelector == "!"+isolatedLabel {
-		opts.ReceiverBindAddress, opts.ReceiverSecret = receiverAddr, receiverSecret
+		opts.ReceiverBindAddress, opts.ReceiverClusterWideSecret, opts.ReceiverKeysNamespace = receiverAddr, receiverSecret, receiverKeysNamespace
 	}
 	mgr, err := operator.New(restCfg, opts)
 	if err != nil {

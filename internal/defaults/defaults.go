@@ -55,6 +55,15 @@ const (
 	// ReceiverMaxConnections caps the probe webhook's open connections, and so the
 	// request bodies it holds at once (at most 64 KiB each: 4 MiB in all).
 	ReceiverMaxConnections = 64
+	// ReceiverKeyRequestsPerSecond and ReceiverKeyBurst bound the signed requests the
+	// probe webhook serves per key (each may cost an annotation write), so one key's
+	// holder cannot spend the others' budget.
+	ReceiverKeyRequestsPerSecond = 20
+	ReceiverKeyBurst             = 40
+	// ReceiverRequestsPerSecond and ReceiverBurst bound them for all keys together,
+	// per replica, so that many keys cannot flood the API server either.
+	ReceiverRequestsPerSecond = 40
+	ReceiverBurst             = 80
 
 	// AccessCollectInterval is how often the IAM users of each IAM store are listed
 	// to delete those no BucketAccess grants any more (see AccessCollect* below): the

@@ -49,6 +49,24 @@ var (
 		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
 	}, []string{"store"})
 
+	// ReceiverRequests counts the probe webhook's answers by key and status code. The key
+	// label is a namespaced key's id, "*" for the cluster-wide key, or "" when a request
+	// established no key (missing, unknown or malformed headers): what a caller sends
+	// never becomes a label value, so the series grow with the platform team's keys only,
+	// and a key's go when its Secret is deleted.
+	ReceiverRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_receiver_requests_total",
+		Help: "Answers of the probe webhook, by key (id, \"*\" for the cluster-wide key, \"\" for none) and HTTP status code.",
+	}, []string{"key", "code"})
+
+	// ReceiverKeys is how many Secrets labelled as probe-webhook keys this replica uses
+	// (state "loaded") and how many it refuses as malformed ("invalid"); each refused
+	// one has a ReceiverKeyInvalid Event.
+	ReceiverKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_receiver_keys",
+		Help: "Namespaced keys of the probe webhook, by state (loaded, invalid).",
+	}, []string{"state"})
+
 	// ProbeScheduleLag is how late probe events leave the scheduler, budget delays included.
 	ProbeScheduleLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "bucketkeeper_probe_schedule_lag_seconds",
@@ -96,7 +114,7 @@ func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag)
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, ReceiverRequests, ReceiverKeys)
 	})
 }
 
@@ -122,6 +140,22 @@ func ObserveStatusWrite(kind string) {
 func ObserveProbe(store, mode, result string, latency time.Duration) {
 	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
 	Probes.WithLabelValues(store, result).Inc()
+}
+
+// ObserveReceiverAnswer records one answer of the probe webhook (receiver.Options.Observe).
+func ObserveReceiverAnswer(key string, code int) {
+	ReceiverRequests.WithLabelValues(key, strconv.Itoa(code)).Inc()
+}
+
+// ForgetReceiverKey drops the series of a key whose Secret was deleted.
+func ForgetReceiverKey(key string) {
+	ReceiverRequests.DeletePartialMatch(prometheus.Labels{"key": key})
+}
+
+// SetReceiverKeys sets how many namespaced keys are loaded and refused.
+func SetReceiverKeys(loaded, invalid int) {
+	ReceiverKeys.WithLabelValues("loaded").Set(float64(loaded))
+	ReceiverKeys.WithLabelValues("invalid").Set(float64(invalid))
 }
 
 // SetStoreReady sets a store's health series, or removes it when ready is nil.

@@ -33,7 +33,6 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
-	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -333,31 +332,6 @@ func storeLeases(mgr manager.Manager, opts Options) (*stores.Leases, error) {
 		Identity:  opts.LeaderElectionID,
 		Clock:     opts.Clock,
 	}, nil
-}
-
-// The receiver is a Runnable that serves on every replica, not only on the leader (the
-// receiver package does not import controller-runtime to say so itself).
-var _ manager.LeaderElectionRunnable = (*receiver.Receiver)(nil)
-
-// setupReceiver adds the probe-request webhook when opts asks for it.
-func setupReceiver(mgr manager.Manager, opts Options) error {
-	if opts.ReceiverBindAddress == "" {
-		return nil
-	}
-	rcv, err := receiver.New(receiver.Options{
-		BindAddress:    opts.ReceiverBindAddress,
-		Secret:         opts.ReceiverSecret,
-		TLSCertFile:    opts.ReceiverTLSCertFile,
-		TLSKeyFile:     opts.ReceiverTLSKeyFile,
-		MaxConnections: opts.ReceiverMaxConnections,
-		Requester:      &storagebucket.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
-		Clock:          opts.Clock,
-		Log:            ctrl.Log.WithName("receiver"),
-	})
-	if err != nil {
-		return fmt.Errorf("setting up the probe receiver: %w", err)
-	}
-	return mgr.Add(rcv)
 }
 
 // setupHealthChecks serves /healthz and /readyz unless the address turns them off.

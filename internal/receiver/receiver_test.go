@@ -71,12 +71,14 @@ func TestLoadSecret(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	valid := Options{BindAddress: "127.0.0.1:0", Secret: testSecret, Requester: newFakeRequester()}
+	valid := Options{BindAddress: "127.0.0.1:0", ClusterWideSecret: testSecret, Requester: newFakeRequester()}
 	cases := map[string]func(*Options){
-		"no bind address": func(o *Options) { o.BindAddress = "" },
-		"no requester":    func(o *Options) { o.Requester = nil },
-		"no secret":       func(o *Options) { o.Secret = nil },
-		"short secret":    func(o *Options) { o.Secret = []byte("too-short") },
+		"no bind address":  func(o *Options) { o.BindAddress = "" },
+		"no requester":     func(o *Options) { o.Requester = nil },
+		"no key at all":    func(o *Options) { o.ClusterWideSecret = nil },
+		"short secret":     func(o *Options) { o.ClusterWideSecret = []byte("too-short") },
+		"empty secret":     func(o *Options) { o.ClusterWideSecret = []byte{} },
+		"short, with keys": func(o *Options) { o.ClusterWideSecret, o.NamespacedKeys = []byte("too-short"), true },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -91,8 +93,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New(valid): %v", err)
 	}
-	if r.maxAge != 5*time.Minute || r.limiter.Burst() != 40 || float64(r.limiter.Limit()) != 20 {
-		t.Errorf("defaults: maxAge %v burst %d rps %v", r.maxAge, r.limiter.Burst(), r.limiter.Limit())
+	perKey := r.keys.clusterWide.state.limiter
+	if r.maxAge != 5*time.Minute || perKey.Burst() != 40 || float64(perKey.Limit()) != 20 {
+		t.Errorf("defaults: maxAge %v burst %d rps %v per key", r.maxAge, perKey.Burst(), perKey.Limit())
+	}
+	if r.total.Burst() != 80 || float64(r.total.Limit()) != 40 {
+		t.Errorf("defaults: burst %d rps %v in total", r.total.Burst(), r.total.Limit())
+	}
+	if _, err := New(Options{BindAddress: "127.0.0.1:0", Requester: newFakeRequester(), NamespacedKeys: true}); err != nil {
+		t.Errorf("New with namespaced keys only: %v", err)
 	}
 	if r.maxConns != defaults.ReceiverMaxConnections || cap(r.bodies) != defaults.ReceiverMaxConnections {
 		t.Errorf("defaults: %d connections, %d body slots; want %d each", r.maxConns, cap(r.bodies), defaults.ReceiverMaxConnections)

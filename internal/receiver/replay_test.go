@@ -176,14 +176,14 @@ func TestReplayGuardForgetsStaleSignatures(t *testing.T) {
 			t.Fatalf("request %d: %d", i, rec.Code)
 		}
 	}
-	if n := r.replays.len(); n != 5 {
+	if n := r.keys.clusterWide.state.replays.len(); n != 5 {
 		t.Fatalf("guard holds %d signatures, want 5", n)
 	}
 	clk.SetTime(testNow.Add(6 * time.Minute))
 	if rec := serve(r.Handler(), signedRequest([]byte(directPhotos), unixTS(clk.Now()), testSecret)); rec.Code != http.StatusAccepted {
 		t.Fatalf("later request: %d", rec.Code)
 	}
-	if n := r.replays.len(); n != 1 {
+	if n := r.keys.clusterWide.state.replays.len(); n != 1 {
 		t.Fatalf("guard holds %d signatures after the window, want only the newest", n)
 	}
 }

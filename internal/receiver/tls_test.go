@@ -127,7 +127,7 @@ func TestNewRejectsBadTLSFiles(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(Options{BindAddress: "127.0.0.1:0", Secret: testSecret, Requester: newFakeRequester(), TLSCertFile: c.cert, TLSKeyFile: c.key})
+			_, err := New(Options{BindAddress: "127.0.0.1:0", ClusterWideSecret: testSecret, Requester: newFakeRequester(), TLSCertFile: c.cert, TLSKeyFile: c.key})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New = %v, want an error mentioning %q", err, c.want)
 			}

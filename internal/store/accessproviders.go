@@ -14,13 +14,7 @@ import (
 // else Static when the store names application credentials (the behaviour before
 // accessProvider existed), else None.
 func AccessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
-	if p := store.Spec.AccessProvider; p != nil && p.Type != "" {
-		return p.Type
-	}
-	if store.Spec.ApplicationCredentialsSecretRef != nil {
-		return bkv1.AccessProviderStatic
-	}
-	return bkv1.AccessProviderNone
+	return store.Spec.AccessProviderType()
 }
 
 // IAMConfigOf says where a store's IAM API is: the configured endpoint, else the

@@ -37,7 +37,7 @@ func TestFailoverWithBinary(t *testing.T) {
 		t.Fatalf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	must(t, testenv.WriteKubeconfig(cfg, kubeconfig))
+	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
 	a := startBinary(t, bin, kubeconfig, filepath.Join(dir, "a.log"))
 	b := startBinary(t, bin, kubeconfig, filepath.Join(dir, "b.log"))
 	f := newFixture(t, "")
@@ -91,7 +91,7 @@ func TestFailoverWithBinary(t *testing.T) {
 		f.eventually(30*time.Second, "the new leader to handle the probe request on "+sb.Name, func() error {
 			must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got))
 			if got.Status.LastHandledProbeRequest != requested {
-				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, describe(got.Status.Conditions))
+				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, testenv.DescribeConditions(got.Status.Conditions))
 			}
 			return nil
 		})

@@ -92,7 +92,7 @@ func newRig(t *testing.T, ctx context.Context) *rig {
 		r.stores = append(r.stores, r.addStore(ctx, srv))
 	}
 	kubeconfig := filepath.Join(r.dir, "kubeconfig")
-	must(t, testenv.WriteKubeconfig(cfg, kubeconfig))
+	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
 	for _, name := range []string{"a", "b"} {
 		rep := &replica{name: name, logPath: filepath.Join(r.dir, "operator-"+name+".log"), args: []string{
 			"--kubeconfig", kubeconfig,

@@ -19,6 +19,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // rootModule is the module path whose go.mod marks the repository root; nested
@@ -293,4 +295,20 @@ outer:
 	}
 	env = append(env, "TMPDIR="+tmp)
 	return append(env, extra...)
+}
+
+// Poll calls cond every 200ms until it returns nil, or until ctx ends, returning cond's
+// last error: a test waits for a fact this way, never for a time.
+func Poll(ctx context.Context, cond func() error) error {
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
