@@ -14,7 +14,7 @@ import (
 
 // checkBuckets holds BucketOwned over the store's buckets and ClaimBound over the
 // Ready claims on it.
-func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID string) []Violation {
+func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID string, o options) []Violation {
 	names, err := view.S3.ListBuckets(ctx)
 	if err != nil {
 		return []Violation{unreadable("store "+view.Name, fmt.Errorf("listing buckets: %w", err))}
@@ -40,7 +40,7 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 		}
 		claimUID, _, _ := strings.Cut(tags[bkv1.TagUID], "/")
 		owner[name] = types.UID(claimUID)
-		if v := bucketOwned(snap, view.Name, name, tags, types.UID(claimUID)); v != "" {
+		if v := bucketOwned(snap, view.Name, name, tags, types.UID(claimUID), o); v != "" {
 			out = append(out, Violation{Invariant: BucketOwned, Object: object, Found: v})
 		}
 	}
@@ -64,14 +64,18 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 }
 
 // bucketOwned says what is wrong with a bucket tagged by this cluster ("" if nothing):
-// its uid tag must name no claim (released) or a live one, of the namespace and name
-// its claim tag says, on this store, which holds no other bucket.
-func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, claimUID types.UID) string {
+// its uid tag must name no claim (released), a claim its tenant abandoned (Abandoned)
+// or a live one, of the namespace and name its claim tag says, on this store, which
+// holds no other bucket.
+func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, claimUID types.UID, o options) string {
 	if claimUID == "" {
 		return "" // released by a Retain deletion
 	}
 	sb := snap.bucketByUID[claimUID]
 	if sb == nil {
+		if o.abandoned != nil && o.abandoned(claimUID) {
+			return "" // the tenant stripped the finalizer: the operator never saw the deletion
+		}
 		return fmt.Sprintf("tagged for claim %s (uid %s), which no longer exists, and not released (uid tag %q)",
 			tags[bkv1.TagClaim], claimUID, tags[bkv1.TagUID])
 	}

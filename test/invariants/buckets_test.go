@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
@@ -17,6 +18,23 @@ func TestBucketOfGoneClaim(t *testing.T) {
 	w.without(string(w.ba.UID), "app-key")
 	delete(w.iam.users, userOf(w.ba))
 	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists", "not released")
+}
+
+// TestBucketOfAbandonedClaim: a gone claim whose finalizer its tenant stripped left its
+// bucket as it was, which is no breach; any other gone claim's bucket still is.
+func TestBucketOfAbandonedClaim(t *testing.T) {
+	w := newWorld(t)
+	gone := w.sb.UID
+	w.without(string(w.sb.UID), "data-bucket")
+	w.ba.Spec.Buckets = nil
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+	stripped := func(uid types.UID) bool { return uid == gone }
+	expectNone(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Abandoned(stripped)))
+
+	other := func(uid types.UID) bool { return uid == "some-other-claim" }
+	expectOnly(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Abandoned(other)),
+		BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists")
 }
 
 func TestBucketOfClaimOnAnotherStore(t *testing.T) {

@@ -63,14 +63,18 @@ type StoreView struct {
 // UID): buckets and users of other clusters sharing a store are none of its business.
 // Call it once the system has settled; in between, a claim being created or a key
 // being rotated is, for a moment, a breach.
-func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID string) []Violation {
+func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID string, opts ...Option) []Violation {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var out []Violation
 	snap, err := readCluster(ctx, c)
 	if err != nil {
 		return []Violation{{Invariant: Unreadable, Object: "cluster", Found: err.Error()}}
 	}
 	for _, view := range stores {
-		out = append(out, checkBuckets(ctx, snap, view, clusterID)...)
+		out = append(out, checkBuckets(ctx, snap, view, clusterID, o)...)
 		if view.IAM != nil {
 			out = append(out, checkIdentities(ctx, snap, view, clusterID)...)
 		}
@@ -84,6 +88,24 @@ func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID s
 		return out[i].Object < out[j].Object
 	})
 	return out
+}
+
+// Option tells Check what only its caller can know.
+type Option func(*options)
+
+type options struct {
+	abandoned func(claimUID types.UID) bool
+}
+
+// Abandoned names the StorageBuckets, by UID, whose tenant took their deletion out of
+// the operator's hands: it removed the operator's finalizer, so the operator never saw
+// the claim go and its deletion policy was never due. Their buckets stay as they were,
+// tagged with the gone claim's UID and its namespace's, which the operator takes for
+// released when a claim of the same namespace and name comes again; so a gone claim's
+// bucket is no breach when abandoned says true for its UID. Only the caller that
+// stripped the finalizer knows this: the cluster keeps no trace of a deleted object.
+func Abandoned(abandoned func(claimUID types.UID) bool) Option {
+	return func(o *options) { o.abandoned = abandoned }
 }
 
 // snapshot is what the checker knows of the cluster, read once per Check.

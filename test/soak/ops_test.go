@@ -419,7 +419,9 @@ func (r *soakRun) deleteAccess() (string, error) {
 
 // stripFinalizer is the tenant removing the operator's finalizer from one of its
 // objects (a StorageBucket, an explicit BucketAccess or one a StorageBucket made) and
-// deleting it, in either order: the operator never sees the deletion through.
+// deleting it, in either order: the operator never sees the deletion through. A
+// claim's bucket is then abandoned as it was (rig.abandoned), its key revoked by the
+// access collector.
 func (r *soakRun) stripFinalizer() (string, error) {
 	tn, err := r.existingTenant()
 	if err != nil {
@@ -453,6 +455,9 @@ func (r *soakRun) stripFinalizer() (string, error) {
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8s.Get(r.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
+		}
+		if _, claim := obj.(*bkv1.StorageBucket); claim {
+			r.rig.abandoned.Store(obj.GetUID(), struct{}{})
 		}
 		if !controllerutil.RemoveFinalizer(obj, bkv1.Finalizer) {
 			return nil

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -77,6 +78,9 @@ type rig struct {
 	stores    []*storeRig
 	replicas  []*replica
 	dir       string
+	// abandoned holds the UIDs of the StorageBuckets whose finalizer a tenant stripped
+	// (types.UID to struct{}): their buckets stay as they were (invariants.Abandoned).
+	abandoned sync.Map
 }
 
 // newRig makes the stores' ObjectStores (through fresh proxies), the credentials
@@ -200,6 +204,14 @@ func (r *rig) waitStoreReady(ctx context.Context, sr *storeRig) {
 			}
 		}
 		return nil
+	}))
+}
+
+// check runs the checker on the cluster and every store.
+func (r *rig) check(ctx context.Context) []invariants.Violation {
+	return invariants.Check(ctx, k8s, r.views(), r.clusterID, invariants.Abandoned(func(uid types.UID) bool {
+		_, ok := r.abandoned.Load(uid)
+		return ok
 	}))
 }
 

@@ -40,14 +40,14 @@ func (r *soakRun) settle(what string) {
 			pending = []string{"cluster: " + err.Error()}
 		}
 		if len(pending) == 0 {
-			found = r.stats.fresh(invariants.Check(r.ctx, k8s, r.rig.views(), r.rig.clusterID))
+			found = r.stats.fresh(r.rig.check(r.ctx))
 			if len(found) == 0 {
 				break
 			}
 		}
 		if time.Now().After(deadline) || r.ctx.Err() != nil {
 			if len(pending) > 0 { // the checker's view of a system not at rest, for the record
-				found = r.stats.fresh(invariants.Check(r.ctx, k8s, r.rig.views(), r.rig.clusterID))
+				found = r.stats.fresh(r.rig.check(r.ctx))
 			}
 			for _, p := range pending {
 				object, why, _ := strings.Cut(p, ": ")
