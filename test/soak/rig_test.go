@@ -200,7 +200,7 @@ func (r *rig) waitStoreReady(ctx context.Context, sr *storeRig) {
 		}
 		for _, typ := range []string{bkv1.ConditionReady, bkv1.ConditionAccessProviderReady} {
 			if c := findCondition(store.Status.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("ObjectStore %s: %s", sr.name, describe(store.Status.Conditions))
+				return fmt.Errorf("ObjectStore %s: %s", sr.name, testenv.DescribeConditions(store.Status.Conditions))
 			}
 		}
 		return nil

@@ -15,6 +15,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/invariants"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // settleTimeout bounds a settle: every claim and access at rest, every deletion done,
@@ -86,7 +87,7 @@ func (r *soakRun) unsettled() ([]string, error) {
 			if c != nil && c.Reason == bkv1.ReasonBucketNotEmpty {
 				r.emptyBucket(sb)
 			}
-			out = append(out, key+": deletion pending ("+describe(sb.Status.Conditions)+")")
+			out = append(out, key+": deletion pending ("+testenv.DescribeConditions(sb.Status.Conditions)+")")
 			continue
 		}
 		if why := atRest(sb.Generation, sb.Status.Conditions); why != "" {
@@ -99,7 +100,7 @@ func (r *soakRun) unsettled() ([]string, error) {
 		ba := &bas.Items[i]
 		key := "bucketaccess " + ba.Namespace + "/" + ba.Name
 		if !ba.DeletionTimestamp.IsZero() {
-			out = append(out, key+": deletion pending ("+describe(ba.Status.Conditions)+")")
+			out = append(out, key+": deletion pending ("+testenv.DescribeConditions(ba.Status.Conditions)+")")
 			continue
 		}
 		if why := accessAtRest(ba, ready); why != "" {
@@ -136,7 +137,7 @@ func atRest(generation int64, conds []metav1.Condition) string {
 	if s := findCondition(conds, bkv1.ConditionStalled); s != nil && s.Status == metav1.ConditionTrue && s.ObservedGeneration == generation {
 		return ""
 	}
-	return "not Ready: " + describe(conds)
+	return "not Ready: " + testenv.DescribeConditions(conds)
 }
 
 // accessAtRest is atRest for a BucketAccess, which may also rest waiting for a
@@ -155,7 +156,7 @@ func accessAtRest(ba *bkv1.BucketAccess, ready map[types.NamespacedName]bool) st
 			return "" // waits for a bucket that is missing, or at rest and not Ready
 		}
 	}
-	return "waits for its buckets, which are all Ready: " + describe(ba.Status.Conditions)
+	return "waits for its buckets, which are all Ready: " + testenv.DescribeConditions(ba.Status.Conditions)
 }
 
 // emptyBucket follows the advice of a deletion blocked with BucketNotEmpty: the tenant
