@@ -64,8 +64,8 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 }
 
 // bucketOwned says what is wrong with a bucket tagged by this cluster ("" if nothing):
-// its uid tag must name no claim (released), a claim its tenant abandoned (Abandoned)
-// or a live one, of the namespace and name its claim tag says, on this store, which
+// its uid tag must name no claim (released), a gone claim that kept it (Retained) or a
+// live one, of the namespace and name its claim tag says, on this store, which
 // holds no other bucket.
 func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, claimUID types.UID, o options) string {
 	if claimUID == "" {
@@ -73,8 +73,8 @@ func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, c
 	}
 	sb := snap.bucketByUID[claimUID]
 	if sb == nil {
-		if o.abandoned != nil && o.abandoned(claimUID) {
-			return "" // the tenant stripped the finalizer: the operator never saw the deletion
+		if o.retained != nil && o.retained(claimUID) {
+			return "" // retained by policy, or abandoned by its tenant: not marked released
 		}
 		return fmt.Sprintf("tagged for claim %s (uid %s), which no longer exists, and not released (uid tag %q)",
 			tags[bkv1.TagClaim], claimUID, tags[bkv1.TagUID])

@@ -20,20 +20,21 @@ func TestBucketOfGoneClaim(t *testing.T) {
 	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists", "not released")
 }
 
-// TestBucketOfAbandonedClaim: a gone claim whose finalizer its tenant stripped left its
-// bucket as it was, which is no breach; any other gone claim's bucket still is.
-func TestBucketOfAbandonedClaim(t *testing.T) {
+// TestBucketOfRetainedClaim: a gone claim deleted with Retain while its store was
+// unreachable, or whose finalizer its tenant stripped, left its bucket as it was, which
+// is no breach; any other gone claim's bucket (Delete, Purge) still is.
+func TestBucketOfRetainedClaim(t *testing.T) {
 	w := newWorld(t)
 	gone := w.sb.UID
 	w.without(string(w.sb.UID), "data-bucket")
 	w.ba.Spec.Buckets = nil
 	w.without(string(w.ba.UID), "app-key")
 	delete(w.iam.users, userOf(w.ba))
-	stripped := func(uid types.UID) bool { return uid == gone }
-	expectNone(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Abandoned(stripped)))
+	kept := func(uid types.UID) bool { return uid == gone }
+	expectNone(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Retained(kept)))
 
 	other := func(uid types.UID) bool { return uid == "some-other-claim" }
-	expectOnly(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Abandoned(other)),
+	expectOnly(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Retained(other)),
 		BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists")
 }
 

@@ -94,18 +94,20 @@ func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID s
 type Option func(*options)
 
 type options struct {
-	abandoned func(claimUID types.UID) bool
+	retained func(claimUID types.UID) bool
 }
 
-// Abandoned names the StorageBuckets, by UID, whose tenant took their deletion out of
-// the operator's hands: it removed the operator's finalizer, so the operator never saw
-// the claim go and its deletion policy was never due. Their buckets stay as they were,
-// tagged with the gone claim's UID and its namespace's, which the operator takes for
-// released when a claim of the same namespace and name comes again; so a gone claim's
-// bucket is no breach when abandoned says true for its UID. Only the caller that
-// stripped the finalizer knows this: the cluster keeps no trace of a deleted object.
-func Abandoned(abandoned func(claimUID types.UID) bool) Option {
-	return func(o *options) { o.abandoned = abandoned }
+// Retained names the StorageBuckets, by UID, whose deletion may leave their bucket as
+// it was: those deleted with deletionPolicy Retain, which never blocks (when the store
+// cannot be reached the claim goes without the bucket being marked released), and
+// those whose finalizer the tenant removed, so that the operator never saw the claim go.
+// Such a bucket keeps the gone claim's UID and its namespace's in its uid tag, which the
+// operator takes for released when a claim of the same namespace and name comes again,
+// so it is no breach when retained says true for that UID. Only the caller knows: the
+// cluster keeps no trace of a deleted object's policy. A gone claim's bucket that
+// retained does not name (deleted with Delete or Purge) is still a leak.
+func Retained(retained func(claimUID types.UID) bool) Option {
+	return func(o *options) { o.retained = retained }
 }
 
 // snapshot is what the checker knows of the cluster, read once per Check.

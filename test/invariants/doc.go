@@ -9,8 +9,8 @@
 // The invariants (DESIGN.md section 9, issue 39):
 //   - BucketOwned: every bucket tagged with this cluster's id belongs to a live
 //     StorageBucket (the UID in its bucketkeeper.io/uid tag), or was released by a
-//     Retain deletion (that tag names no claim), or was abandoned by its tenant, who
-//     stripped the operator's finalizer (which only the caller knows: Abandoned). On a store whose view knows the
+//     Retain deletion (that tag names no claim), or was kept by a gone claim that the
+//     caller says was deleted with Retain or had its finalizer stripped (Retained). On a store whose view knows the
 //     buckets that are not the operator's (StoreView.Foreign), an untagged bucket is
 //     one the operator made, and must be a live claim's, not yet tagged.
 //   - ClaimBound: a Ready StorageBucket's bucket exists on its store, tagged for it.

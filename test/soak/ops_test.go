@@ -179,6 +179,7 @@ func (r *soakRun) createBucket() (string, error) {
 	if err := k8s.Create(r.ctx, sb); err != nil {
 		return "", err
 	}
+	r.rig.notePolicy(sb)
 	tn.claims[sb.Name] = true
 	return fmt.Sprintf("%s/%s on %s, %s, access %q", tn.name, sb.Name, store, sb.Spec.DeletionPolicy, sb.Spec.Access), nil
 }
@@ -208,6 +209,7 @@ func (r *soakRun) flashBucket() (string, error) {
 	if err := k8s.Create(r.ctx, sb); err != nil {
 		return what, err
 	}
+	r.rig.notePolicy(sb)
 	time.Sleep(after)
 	return what, k8s.Delete(r.ctx, sb)
 }
@@ -265,7 +267,11 @@ func (r *soakRun) editBucket() (string, error) {
 			}
 			what = fmt.Sprintf("connectionSecret %q", sb.Spec.ConnectionSecret.Name)
 		}
-		return k8s.Update(r.ctx, sb)
+		if err := k8s.Update(r.ctx, sb); err != nil {
+			return err
+		}
+		r.rig.notePolicy(sb)
+		return nil
 	})
 	return fmt.Sprintf("%s/%s: %s", tn.name, name, what), err
 }

@@ -78,9 +78,11 @@ type rig struct {
 	stores    []*storeRig
 	replicas  []*replica
 	dir       string
-	// abandoned holds the UIDs of the StorageBuckets whose finalizer a tenant stripped
-	// (types.UID to struct{}): their buckets stay as they were (invariants.Abandoned).
-	abandoned sync.Map
+	// retained holds the UIDs of the StorageBuckets whose deletion may leave their
+	// bucket as it was (types.UID to struct{}, invariants.Retained): those whose
+	// deletionPolicy the soak last wrote as Retain, and those whose finalizer a tenant
+	// stripped.
+	retained sync.Map
 }
 
 // newRig makes the stores' ObjectStores (through fresh proxies), the credentials
@@ -209,10 +211,19 @@ func (r *rig) waitStoreReady(ctx context.Context, sr *storeRig) {
 
 // check runs the checker on the cluster and every store.
 func (r *rig) check(ctx context.Context) []invariants.Violation {
-	return invariants.Check(ctx, k8s, r.views(), r.clusterID, invariants.Abandoned(func(uid types.UID) bool {
-		_, ok := r.abandoned.Load(uid)
+	return invariants.Check(ctx, k8s, r.views(), r.clusterID, invariants.Retained(func(uid types.UID) bool {
+		_, ok := r.retained.Load(uid)
 		return ok
 	}))
+}
+
+// notePolicy records the deletionPolicy the soak wrote into sb (rig.retained).
+func (r *rig) notePolicy(sb *bkv1.StorageBucket) {
+	if p := sb.Spec.DeletionPolicy; p == "" || p == bkv1.DeletionPolicyRetain {
+		r.retained.Store(sb.UID, struct{}{})
+	} else {
+		r.retained.Delete(sb.UID)
+	}
 }
 
 func (r *rig) views() []invariants.StoreView {

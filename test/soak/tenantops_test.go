@@ -20,8 +20,8 @@ import (
 // stripFinalizer is the tenant removing the operator's finalizer from one of its
 // objects (a StorageBucket, an explicit BucketAccess or one a StorageBucket made) and
 // deleting it, in either order: the operator never sees the deletion through. A
-// claim's bucket is then abandoned as it was (rig.abandoned), its key revoked by the
-// access collector.
+// claim's bucket is then left as it was (rig.retained), its key revoked by the access
+// collector.
 func (r *soakRun) stripFinalizer() (string, error) {
 	tn, err := r.existingTenant()
 	if err != nil {
@@ -57,7 +57,7 @@ func (r *soakRun) stripFinalizer() (string, error) {
 			return err
 		}
 		if _, claim := obj.(*bkv1.StorageBucket); claim {
-			r.rig.abandoned.Store(obj.GetUID(), struct{}{})
+			r.rig.retained.Store(obj.GetUID(), struct{}{})
 		}
 		if !controllerutil.RemoveFinalizer(obj, bkv1.Finalizer) {
 			return nil
