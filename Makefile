@@ -14,7 +14,7 @@ RACE_GO := CGO_ENABLED=1 $(GO)
 TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
-RACE_PKGS := ./internal/... ./cmd/...
+RACE_PKGS := ./internal/... ./cmd/... ./test/integration/
 # The API reference, written from the Go types of api/v1alpha1 by elastic/crd-ref-docs,
 # pinned in the nested module hack/crd-ref-docs.
 API_DOCS := docs/reference/api.md
@@ -31,7 +31,7 @@ TEST_RUN := -test.v=true -test.count=1 -test.timeout=30m
 # out go test's own vet (DEVELOPMENT.md says why).
 TEST_VET := -vet=off
 # The operator module's packages that run without the race detector, but the soak.
-PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/soak)
+PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)
 # The soak (test/soak): its short form runs in make test as a suite of its own, as it
 # mostly waits on the operator settling; make soak runs its long form.
 SOAK_PKG := ./test/soak/
@@ -129,11 +129,10 @@ peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.
 TEST_LOGS ?= bin/test-logs
-# The controller tests that mostly wait (on sync and probe intervals, SeaweedFS's quota
-# check, managers killed and restarted) run in a test process of their own: -run and
-# -skip take the same pattern, so a test left off or misspelt here still runs, with the
-# rest.
-CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes)$$
+# The integration tests that mostly wait (on sync and probe intervals, SeaweedFS's quota
+# check, managers killed and restarted) are named TestPaced... and run in a test process
+# of their own, beside the others (test/integration/doc.go).
+PACED_TESTS := ^TestPaced
 
 # The install test (a real node, the chart and config/default as Pods) mostly waits on
 # Pods: it runs as a suite of its own.
@@ -146,7 +145,7 @@ INSTALL_TESTS := ^TestInstall$$
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
-	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' CONTROLLER_WAITING='$(CONTROLLER_WAITING)' \
+	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
 	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
 
 # test-binaries-race builds the race-instrumented test binaries first, beside
@@ -182,7 +181,7 @@ store-table: ## Write docs/stores.md's store tables from what the real stores an
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes)$$' ./test/integration/
 
 .PHONY: reasons-doc
 reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.

@@ -18,7 +18,7 @@ import (
 // TestClassifyCannedResponses drives each Client call against a canned S3
 // error and checks the kind, the attempt count and that the error names the
 // operation and the bucket. What each kind means for a condition is the
-// controller's verdict table (internal/controller/verdicts.go).
+// controller's verdict table (internal/reconcile/verdicts.go).
 func TestClassifyCannedResponses(t *testing.T) {
 	listBuckets := func(ctx context.Context, c Client) error { _, err := c.ListBuckets(ctx); return err }
 	create := func(ctx context.Context, c Client) error { return c.CreateBucket(ctx, "b1", "") }

@@ -18,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -51,7 +52,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	clients map[string]*storeClients
-	quotas  map[string]quotaEntry
+	quotas  memo.Versioned[string, quota.Client]
 	secrets map[string]Secret // by "<namespace>/<name>"; see SecretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
@@ -252,7 +253,7 @@ func (r *Registry) Forget(store string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.clients, store)
-	delete(r.quotas, store)
+	r.quotas.Forget(store)
 }
 
 // credentials reads the Secret ref names and returns its data and a version string

@@ -18,9 +18,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -46,25 +44,14 @@ const probeInterval = 10 * time.Second
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	cp, err := testenv.StartControlPlane()
+	suite, err := testenv.StartSuite(logs, operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer stop("control plane", cp.Stop)
-	cfg = cp.Config
-	servers, closeServers, err := testenv.StartS3Servers(testenv.SeaweedFS, testenv.Versity, testenv.RGW)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer closeServers()
-	seaweed, versity, rgw = servers[0], servers[1], servers[2]
-	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer suite.Stop()
+	cfg, k8s = suite.Config, suite.Client
+	seaweed, versity, rgw = suite.Servers[0], suite.Servers[1], suite.Servers[2]
 	return tenantTable.CheckAfterRun(m.Run(), tenantTableStores)
 }
 

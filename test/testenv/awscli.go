@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // AWSCLI returns the aws CLI as users run it (Debian trixie's awscli, v2), from the
@@ -45,7 +47,7 @@ func AWSCLIWrapper(bin, home string) error {
 // awsCLICommand is the command line that runs the aws CLI through the moto root's
 // loader and python3, and the environment settings that keep it to what it is given.
 func awsCLICommand(home string) (argv, settings []string, err error) {
-	root, err := peerBinary("moto")
+	root, err := localpeers.Binary("moto")
 	if err != nil {
 		return nil, nil, err
 	}

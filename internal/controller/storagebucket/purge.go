@@ -2,9 +2,9 @@ package storagebucket
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -36,58 +36,44 @@ func (p purgeProgress) left(more bool) string {
 // purgeMemo keeps each purge's progress by UID in memory. After a restart the counts
 // start again from zero, which the passes themselves do not need: each lists afresh.
 type purgeMemo struct {
-	mu      sync.Mutex
-	records map[types.UID]purgeProgress
+	records memo.Map[types.UID, purgeProgress]
 }
 
 // pass adds one pass's work and returns the totals.
 func (m *purgeMemo) pass(uid types.UID, deleted, aborted int) purgeProgress {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.UID]purgeProgress{}
-	}
-	p := m.records[uid]
-	p.deleted += deleted
-	p.aborted += aborted
-	p.passes++
-	m.records[uid] = p
-	return p
+	return m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
+		p.deleted += deleted
+		p.aborted += aborted
+		p.passes++
+		return p, true
+	})
 }
 
 // reportDue says whether progress may be reported now: on the first pass, then at most
 // once per purgeReportInterval. It records the report when it says yes.
 func (m *purgeMemo) reportDue(uid types.UID, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.records[uid]
-	if !ok || (!p.lastReport.IsZero() && now.Sub(p.lastReport) < purgeReportInterval) {
-		return false
-	}
-	p.lastReport = now
-	m.records[uid] = p
-	return true
+	due := false
+	m.records.Update(uid, func(p purgeProgress, ok bool) (purgeProgress, bool) {
+		if ok && (p.lastReport.IsZero() || now.Sub(p.lastReport) >= purgeReportInterval) {
+			p.lastReport, due = now, true
+		}
+		return p, ok
+	})
+	return due
 }
 
 // pace records until when the purge's next pass waits for its store's purge budget.
 func (m *purgeMemo) pace(uid types.UID, until time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if p, ok := m.records[uid]; ok {
+	m.records.Update(uid, func(p purgeProgress, ok bool) (purgeProgress, bool) {
 		p.paced = until
-		m.records[uid] = p
-	}
+		return p, ok
+	})
 }
 
 // nextPassIn is how long the purge's next pass waits for its store's purge budget.
 func (m *purgeMemo) nextPassIn(uid types.UID, now time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return max(0, m.records[uid].paced.Sub(now))
+	p, _ := m.records.Get(uid)
+	return max(0, p.paced.Sub(now))
 }
 
-func (m *purgeMemo) forget(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, uid)
-}
+func (m *purgeMemo) forget(uid types.UID) { m.records.Delete(uid) }
