@@ -180,7 +180,7 @@ fuzz: ## Short fuzzing runs of the bucket names, the policy guardrail and the we
 store-table: ## Write docs/stores.md's store tables from what the real stores answer in the tests.
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes)$$' ./test/integration/
 
 .PHONY: reasons-doc

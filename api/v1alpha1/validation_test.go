@@ -181,6 +181,10 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"deletion policies without Retain", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Delete"}}}, "guardrails.allowedDeletionPolicies must include Retain"},
 		{"unknown deletion policy in guardrails", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Retain", "Shred"}}}, `supported values: "Retain", "Delete", "Purge"`},
 		{"bad adoption selector", spec{"guardrails": map[string]any{"adoptionAllowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Maybe"}}}}}, "guardrails.adoptionAllowedNamespaces.matchExpressions[].operator must be one of"},
+		{"policy principal account of anonymous", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"123456789012", "Anonymous"}}}, "guardrails.policyPrincipalAccounts cannot list anonymous"},
+		{"policy principal account with a wildcard", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"*"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"policy principal account with a colon", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"arn:aws:iam::1:root"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"empty policy principal account", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{""}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {

@@ -55,8 +55,12 @@ func (c *client) CreateBucket(ctx context.Context, bucket, region string) error 
 			LocationConstraint: types.BucketLocationConstraint(region),
 		}
 	}
+	// One attempt: a retry after an attempt whose answer was lost would meet the
+	// bucket that attempt made, and its "already exists" would hide that the bucket is
+	// the caller's own. The caller, which records its intent, decides what an
+	// unanswered create means (see Unanswered).
 	return c.call(ctx, "CreateBucket", bucket, "", func(ctx context.Context) error {
-		_, err := c.api.CreateBucket(ctx, in)
+		_, err := c.api.CreateBucket(ctx, in, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
 		return err
 	})
 }

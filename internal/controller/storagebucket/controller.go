@@ -47,6 +47,9 @@ type Reconciler struct {
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound), on top of
 	// the per-call S3 timeout: whatever waits, a worker is back within this time.
 	ReconcileTimeout time.Duration
+	// CreateSettleTime is how long after a CreateBucket went unanswered the store may
+	// still carry it out (creates.go); zero means defaults.CreateSettleTime.
+	CreateSettleTime time.Duration
 
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
@@ -55,6 +58,8 @@ type Reconciler struct {
 	names  nameLocks
 	purges purgeMemo
 	passes passMemo
+	// creates: until when the CreateBuckets this process saw go unanswered may land.
+	creates createMemo
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -100,6 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Kind:      "StorageBucket",
 		Status:    func(sb *bkv1.StorageBucket) any { return sb.Status },
 		OnWrite:   r.OnStatusWrite,
+		Vanished:  r.vanished,
 		Gone:      r.forget,
 		Deleting:  r.reconcileDelete,
 		Suspended: suspended,
@@ -109,11 +115,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget drops what this process remembers of a StorageBucket that no longer exists:
-// its last sync, its last pass and its probe state.
+// its last sync, its last pass, its probe state and its unanswered creates.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.synced.forget(key)
 	r.passes.forget(key)
 	r.Prober.forget(key)
+	r.creates.forget(key)
 }
 
 // suspended says whether the claim asks for no reconciliation (spec.suspend).
