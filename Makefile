@@ -30,8 +30,11 @@ TEST_RUN := -test.v=true -test.count=1 -test.timeout=30m
 # make test vets every module in a suite beside the tests, so its go test commands leave
 # out go test's own vet (DEVELOPMENT.md says why).
 TEST_VET := -vet=off
-# The operator module's packages that run without the race detector.
-PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration)
+# The operator module's packages that run without the race detector, but the soak.
+PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)
+# The soak (test/soak): its short form runs in make test as a suite of its own, as it
+# mostly waits on the operator settling; make soak runs its long form.
+SOAK_PKG := ./test/soak/
 
 .PHONY: all
 all: build ## Build the manager (the default).
@@ -143,7 +146,7 @@ test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
 	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
-	  INSTALL_TESTS='$(INSTALL_TESTS)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
+	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
 
 # test-binaries-race builds the race-instrumented test binaries first, beside
 # kube-apiserver's build: nothing else compiles their packages.
@@ -158,7 +161,7 @@ test-binaries-race: ## Build the race-instrumented test binaries into TEST_BIN (
 .PHONY: test-binaries
 test-binaries: ## Build the plain test binaries of every module into TEST_BIN (a step of make test).
 	@echo ">> building the test binaries"
-	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS)
+	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS) $(SOAK_PKG)
 	@$(foreach m,$(NESTED),(cd $(m) && $(CURDIR)/hack/test-bin.sh build $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_BUILD) $(TEST_VET) -- ./...) &&) true
 
 # fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs
@@ -177,12 +180,22 @@ fuzz: ## Short fuzzing runs of the bucket names, the policy guardrail and the we
 store-table: ## Write docs/stores.md's store tables from what the real stores answer in the tests.
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes|TestObjectLock[A-Za-z]*|TestPacedObjectLock[A-Za-z]*)$$' ./test/integration/
 
 .PHONY: reasons-doc
 reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.
 	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestReasonsDoc$$' ./internal/remedy/
+
+# The soak's long form: random operations, SIGKILLs and store outages for SOAK_DURATION,
+# the invariant checker after every round; its summary goes to bench/results/soak.json
+# and soak.md, to be committed. SOAK_SEED replays a seed.
+SOAK_DURATION ?= 30m
+.PHONY: soak
+soak: ## The long soak (SOAK_DURATION, default 30m; SOAK_SEED replays one): bench/results/soak.{json,md}; not in make test.
+	BUCKETKEEPER_SOAK_DURATION=$(SOAK_DURATION) BUCKETKEEPER_SOAK_RESULTS=$(CURDIR)/bench/results \
+	  $(if $(SOAK_SEED),BUCKETKEEPER_SOAK_SEED=$(SOAK_SEED)) \
+	  $(GO) test -count=1 -v -timeout 3h -run '^TestSoak$$' $(SOAK_PKG)
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.

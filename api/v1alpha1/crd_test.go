@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -15,11 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestSamplesAreAccepted applies every document under config/samples: what the docs
-// tell people to copy must pass admission.
+// tell people to copy must pass admission, and a sample's bucket policy the guardrails
+// of a store that allows no public buckets.
 func TestSamplesAreAccepted(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -39,12 +42,32 @@ func TestSamplesAreAccepted(t *testing.T) {
 				if err := k8s.Create(testCtx(t), obj, client.DryRunAll); err != nil {
 					t.Fatalf("sample rejected: %v", err)
 				}
+				assertPolicyPasses(t, obj)
 			})
 			applied++
 		}
 	}
 	if applied < 3 {
 		t.Fatalf("only %d sample objects found; want the ObjectStore and two StorageBuckets", applied)
+	}
+}
+
+// assertPolicyPasses fails unless a StorageBucket's policy, if it has one, passes the
+// guardrails of a store that allows no public buckets.
+func assertPolicyPasses(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	policy, ok, _ := unstructured.NestedMap(obj.Object, "spec", "policy")
+	if obj.GetKind() != "StorageBucket" || !ok {
+		return
+	}
+	bucket, _, _ := unstructured.NestedString(obj.Object, "spec", "bucketName")
+	doc, err := json.Marshal(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := guardrail.InspectPolicy(doc, bucket, nil)
+	if err != nil || report.Public != "" {
+		t.Errorf("the guardrails refuse the sample's policy: %v (public: %s %s)", err, report.Public, report.PublicPrincipal)
 	}
 }
 

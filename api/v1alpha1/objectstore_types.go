@@ -183,9 +183,31 @@ type StoreGuardrails struct {
 	AllowBucketNamesOutsideNamespace bool `json:"allowBucketNamesOutsideNamespace,omitempty"`
 
 	// AllowPublicBuckets lets StorageBuckets set publicAccess: Allowed and bucket
-	// policies that grant an anonymous or wildcard principal ("*", {"AWS": "*"}).
+	// policies whose Allow statements grant a principal that is not one specific
+	// identity: "*", {"AWS": "*"}, NotPrincipal, no Principal, and every principal of
+	// a form the guardrail does not know to name one identity (an ARN with an empty
+	// account, which Ceph RGW reads as its anonymous user; "anonymous"; CanonicalUser,
+	// Federated and Service principals). Specific are: arn:aws:iam::<account>:root,
+	// :user/<name> and :role/<name> with an account, a bare AWS or RGW account ID, and
+	// a bare name listed in policyPrincipalAccounts.
 	// +optional
 	AllowPublicBuckets bool `json:"allowPublicBuckets,omitempty"`
+
+	// PolicyPrincipalAccounts are the store's own accounts, as its principals name
+	// them (the account in arn:aws:iam::<account>:user/<name>): AWS account IDs, Ceph
+	// RGW tenants or account IDs, SeaweedFS account IDs. When set, an Allow in a
+	// bucket policy may name specific principals of these accounts only (anything
+	// else is refused, PolicyNotAllowed), and a bare principal equal to one of them
+	// counts as that account. Absent, a specific principal of any account is accepted.
+	// Set it on AWS, where an account ID may be anyone's, to keep tenants from
+	// granting their data to accounts outside the organisation.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(a, a.lowerAscii() != 'anonymous')",message="guardrails.policyPrincipalAccounts cannot list anonymous: it names no account, but every caller"
+	PolicyPrincipalAccounts []string `json:"policyPrincipalAccounts,omitempty"`
 
 	// AllowRebindToRecreatedNamespace lets a retained bucket re-bind to a claim of the
 	// same namespace name and claim name in a namespace created since (another UID).

@@ -78,9 +78,12 @@ type StorageBucketSpec struct {
 	// read strictly: only the keys of the policy grammar (Version, Id, Statement; Sid,
 	// Effect, Principal, NotPrincipal, Action, NotAction, Resource, Condition), in
 	// their exact case and each once. Every statement's Resource must name only this
-	// bucket and its objects; an Allow may grant only object, multipart and listing
-	// actions (no wildcards, no NotAction); a policy granting an anonymous or
-	// wildcard principal needs the store's guardrails.allowPublicBuckets. At most
+	// bucket and its objects; every statement, Allow or Deny, may name only object,
+	// multipart and listing actions (no wildcards, no NotAction), and a Deny no
+	// NotPrincipal; an Allow whose principal is not one specific identity (anonymous,
+	// a wildcard, an ARN with an empty account, a CanonicalUser, Federated or Service
+	// principal, any form the guardrail does not know) makes the bucket public and
+	// needs the store's guardrails.allowPublicBuckets. At most
 	// 20 KiB, S3's limit. Admission checks only that it is an object (neither the
 	// schema nor CEL can see inside it or measure it); the rest is checked before
 	// anything is sent, and the store is sent the document as checked, rewritten in
@@ -516,6 +519,14 @@ type CreateIntent struct {
 	BucketName string `json:"bucketName"`
 	// UID is the StorageBucket's UID when the intent was recorded.
 	UID types.UID `json:"uid"`
+	// SentAt is when the latest CreateBucket of this intent was sent, recorded (to the
+	// second) just before sending it. A CreateBucket whose answer was lost may still be
+	// carried out by the store after the operator stopped waiting for it; until that
+	// can no longer happen, a deletion does not take "the bucket is not there" for
+	// "there is nothing to delete". Empty in an intent recorded by a version before
+	// this field.
+	// +optional
+	SentAt *metav1.Time `json:"sentAt,omitempty"`
 }
 
 // AppliedConfiguration is the operator's record of what it set on a bucket, kept compact

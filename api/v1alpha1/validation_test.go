@@ -232,6 +232,10 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"unknown object lock mode allowed", spec{"guardrails": map[string]any{"objectLock": map[string]any{"allowedModes": []any{"Legal"}}}}, `supported values: "Governance", "Compliance"`},
 		{"object lock retention of 0 days", spec{"guardrails": map[string]any{"objectLock": map[string]any{"maxRetentionDays": 0}}}, "maxRetentionDays in body should be greater than or equal to 1"},
 		{"release bound that is no duration", spec{"guardrails": map[string]any{"objectLock": map[string]any{"releaseBlockedDeletionAfter": "a day"}}}, "releaseBlockedDeletionAfter must be a duration such as 0s, 24h or 720h"},
+		{"policy principal account of anonymous", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"123456789012", "Anonymous"}}}, "guardrails.policyPrincipalAccounts cannot list anonymous"},
+		{"policy principal account with a wildcard", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"*"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"policy principal account with a colon", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"arn:aws:iam::1:root"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"empty policy principal account", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{""}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {

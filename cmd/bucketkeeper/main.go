@@ -41,6 +41,7 @@ func main() {
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", defaults.StatusHeartbeat, "How often lastProbeTime alone is rewritten in status when the verdict does not change.")
 	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", defaults.S3RequestTimeout, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", defaults.ReconcileTimeout, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")
+	flag.DurationVar(&opts.CreateSettleTime, "create-settle-time", defaults.CreateSettleTime, "How long after a CreateBucket went unanswered (timeout, dropped connection, server error) the store may still carry it out; a deletion that finds no bucket waits that long before it concludes there is nothing to delete.")
 	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", defaults.ProbeInterval, "Probe interval of StorageBuckets that set none.")
 	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets and BucketAccesses matching this label selector (sharding across deployments).")

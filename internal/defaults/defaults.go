@@ -32,6 +32,11 @@ const (
 	S3RequestTimeout = 30 * time.Second
 	// ReconcileTimeout bounds each reconcile as a whole.
 	ReconcileTimeout = 2 * time.Minute
+	// CreateSettleTime is how long after the operator stopped waiting for the answer
+	// to a CreateBucket (a timeout, a dropped connection, a server error) the store is
+	// still expected to carry it out, if it ever does: until then the claim's deletion
+	// does not take a missing bucket for one that will never be there.
+	CreateSettleTime = 30 * time.Second
 
 	// ProbeInterval applies to StorageBuckets without spec.probe.interval.
 	ProbeInterval = time.Minute
@@ -73,12 +78,13 @@ const (
 )
 
 // Bounds of one collector pass over one store. A pass that reaches one stops there
-// and the next pass continues from that page after AccessCollectContinue, so a
-// store with many users is swept in several short passes.
+// and the next pass continues after the last user it judged (in that page, even when
+// the store answers every user in one page whatever MaxItems asks) after
+// AccessCollectContinue, so a store with many users is swept in several short passes.
 const (
 	// AccessCollectPageSize is the MaxItems of each ListUsers page.
 	AccessCollectPageSize = 100
-	// AccessCollectMaxUsers is how many users one pass reads.
+	// AccessCollectMaxUsers is how many users one pass judges.
 	AccessCollectMaxUsers = 1000
 	// AccessCollectMaxDeletions is how many users one pass deletes (each costs a
 	// ListAccessKeys, a DeleteAccessKey per key, a DeleteUserPolicy and a DeleteUser).
@@ -91,6 +97,15 @@ const (
 	AccessCollectPassTimeout = time.Minute
 	// AccessCollectContinue is the pause before a pass that continues a sweep.
 	AccessCollectContinue = time.Second
+	// AccessCollectRequestsPerSecond and AccessCollectBurst pace the collector's IAM
+	// calls (a token bucket over every store it sweeps): a sweep of many users is
+	// spread out rather than sent as fast as the store answers.
+	AccessCollectRequestsPerSecond = 10
+	AccessCollectBurst             = 10
+	// AccessCollectKeyRecheck is how long a user of another store's access, found
+	// holding that access's key (the stores share one IAM account), is not listed
+	// again while the access's keys stay the same.
+	AccessCollectKeyRecheck = time.Hour
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may

@@ -64,6 +64,9 @@ type Driver interface {
 	EnsureUser(ctx context.Context, user string) error
 	// PutPolicy sets the user's one inline policy to the grants.
 	PutPolicy(ctx context.Context, user string, grants []Grant) error
+	// DeletePolicy removes the user's inline policy, so its keys reach nothing while
+	// they last; a missing user or policy is success.
+	DeletePolicy(ctx context.Context, user string) error
 	// ListKeys returns the user's keys, oldest first, without secrets.
 	ListKeys(ctx context.Context, user string) ([]AccessKey, error)
 	// CreateKey creates a key and returns it with its secret.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -21,6 +22,31 @@ var (
 		Name: "bucketkeeper_s3_requests_total",
 		Help: "Requests sent to a store's endpoint (S3 and admin API), by store, operation and HTTP status code (or error kind when no answer arrived).",
 	}, []string{"store", "operation", "code"})
+
+	// IAMRequests counts every HTTP attempt to a store's IAM endpoint (the BucketAccess
+	// controller's and the access collector's), by operation and answer.
+	IAMRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_iam_requests_total",
+		Help: "Requests sent to a store's IAM endpoint, by store, operation and HTTP status code (or error kind when no answer arrived).",
+	}, []string{"store", "operation", "code"})
+
+	// AccessCollectorPasses, AccessCollectorSweeps and AccessCollectorKeyChecks count the
+	// access collector's passes over each IAM store, the sweeps they completed (every
+	// user judged) and the users whose keys they listed (users of another store's
+	// accesses, on an account both stores share): a sweep that does not end, or
+	// rechecks the same users, shows here.
+	AccessCollectorPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_passes_total",
+		Help: "Passes of the access collector over a store's IAM users, by store.",
+	}, []string{"store"})
+	AccessCollectorSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_sweeps_total",
+		Help: "Sweeps of the access collector that judged every IAM user of a store, by store.",
+	}, []string{"store"})
+	AccessCollectorKeyChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_key_checks_total",
+		Help: "IAM users whose access keys the access collector listed, by store.",
+	}, []string{"store"})
 
 	// StatusWrites counts status patches; the operator skips writes that change nothing.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -120,7 +146,7 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
 			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys)
 	})
@@ -129,14 +155,34 @@ func Register() {
 // ObserveS3 records one S3 attempt. Without an HTTP answer the code is the error kind,
 // e.g. "Unreachable", so outages are visible in the same series.
 func ObserveS3(store, operation string, status int, err error) {
-	code := strconv.Itoa(status)
-	if status == 0 {
-		code = "none"
-		if err != nil {
-			code = s3.KindOf(err).String()
-		}
+	S3Requests.WithLabelValues(store, operation, attemptCode(status, err, func(err error) string { return s3.KindOf(err).String() })).Inc()
+}
+
+// ObserveIAM records one IAM attempt, coded as ObserveS3 codes S3's.
+func ObserveIAM(store, operation string, status int, err error) {
+	IAMRequests.WithLabelValues(store, operation, attemptCode(status, err, func(err error) string { return iam.KindOf(err).String() })).Inc()
+}
+
+// attemptCode is an attempt's HTTP status, or without an answer its error's kind.
+func attemptCode(status int, err error, kind func(error) string) string {
+	switch {
+	case status != 0:
+		return strconv.Itoa(status)
+	case err != nil:
+		return kind(err)
+	default:
+		return "none"
 	}
-	S3Requests.WithLabelValues(store, operation, code).Inc()
+}
+
+// ObserveCollectorPass records one access collector pass over a store; sweepDone
+// says it judged the store's last user.
+func ObserveCollectorPass(store string, keyChecks int, sweepDone bool) {
+	AccessCollectorPasses.WithLabelValues(store).Inc()
+	AccessCollectorKeyChecks.WithLabelValues(store).Add(float64(keyChecks))
+	if sweepDone {
+		AccessCollectorSweeps.WithLabelValues(store).Inc()
+	}
 }
 
 // ObserveStatusWrite records one status write of the given kind.

@@ -183,12 +183,21 @@ func cacheOptions(opts Options) (cache.Options, error) {
 
 // s3Observer feeds every S3 request to the metrics and to opts.S3Observer, if set.
 func s3Observer(opts Options) func(store, op string, status int, err error) {
-	if opts.S3Observer == nil {
-		return metrics.ObserveS3
+	return bothObservers(metrics.ObserveS3, opts.S3Observer)
+}
+
+// iamObserver feeds every IAM request to the metrics and to opts.IAMObserver, if set.
+func iamObserver(opts Options) func(store, op string, status int, err error) {
+	return bothObservers(metrics.ObserveIAM, opts.IAMObserver)
+}
+
+// bothObservers calls metric and then extra, if set, for every request.
+func bothObservers(metric, extra func(store, op string, status int, err error)) func(store, op string, status int, err error) {
+	if extra == nil {
+		return metric
 	}
-	extra := opts.S3Observer
 	return func(store, op string, status int, err error) {
-		metrics.ObserveS3(store, op, status, err)
+		metric(store, op, status, err)
 		extra(store, op, status, err)
 	}
 }
@@ -249,7 +258,7 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 // setupControllers registers the ObjectStore, BucketAccess and StorageBucket
 // controllers.
 func setupControllers(mgr manager.Manager, opts Options, registry *stores.Registry, p probing) error {
-	access := &stores.AccessProviders{Stores: registry, Factory: opts.IAMFactory}
+	access := &stores.AccessProviders{Stores: registry, Factory: opts.IAMFactory, Observer: iamObserver(opts)}
 	leases, err := storeLeases(mgr, opts)
 	if err != nil {
 		return err
@@ -294,6 +303,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Interval:  opts.AccessCollectInterval,
 		Leases:    leases,
 		OnRevoked: accesses.Forget,
+		OnPass:    metrics.ObserveCollectorPass,
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}
@@ -310,6 +320,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		OnDeletionBlocked: func(key types.NamespacedName, since *time.Time) {
 			metrics.SetDeletionBlocked(key.Namespace, key.Name, since)
 		},
+		CreateSettleTime: opts.CreateSettleTime,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}

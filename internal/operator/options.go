@@ -51,6 +51,10 @@ type Options struct {
 	S3RequestTimeout time.Duration
 	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
 	ReconcileTimeout time.Duration
+	// CreateSettleTime is how long after a CreateBucket went unanswered the store may
+	// still carry it out (default 30s): a StorageBucket deleted meanwhile that finds no
+	// bucket waits until then before it concludes there is nothing to delete.
+	CreateSettleTime time.Duration
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
 	// flight while there are two or more stores, so a store that hangs cannot take
 	// every worker. Default: three quarters of Concurrency and always at least one
@@ -122,6 +126,8 @@ type Options struct {
 	AccessCollectInterval time.Duration
 	// IAMFactory builds IAM drivers (default iam.New).
 	IAMFactory iam.Factory
+	// IAMObserver, if set, sees every IAM request besides the metrics.
+	IAMObserver func(store, operation string, httpStatus int, err error)
 
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
@@ -158,6 +164,7 @@ func (o *Options) setDefaults() {
 		{&o.StatusHeartbeat, defaults.StatusHeartbeat},
 		{&o.S3RequestTimeout, defaults.S3RequestTimeout},
 		{&o.ReconcileTimeout, defaults.ReconcileTimeout},
+		{&o.CreateSettleTime, defaults.CreateSettleTime},
 		{&o.DefaultProbeInterval, defaults.ProbeInterval},
 		{&o.MinProbeRequestInterval, defaults.MinProbeRequestInterval},
 		{&o.AccessKeyGrace, defaults.AccessKeyGrace},

@@ -58,10 +58,7 @@ var noLockConfigCodes = []string{"ObjectLockConfigurationNotFoundError", "NoSuch
 func (c *client) CreateBucketWithObjectLock(ctx context.Context, bucket, region string) error {
 	in := createBucketInput(bucket, region)
 	in.ObjectLockEnabledForBucket = aws.Bool(true)
-	return c.call(ctx, "CreateBucket", bucket, "", func(ctx context.Context) error {
-		_, err := c.api.CreateBucket(ctx, in)
-		return err
-	})
+	return c.createBucket(ctx, in)
 }
 
 func (c *client) GetObjectLockConfiguration(ctx context.Context, bucket string) (ObjectLockConfig, error) {

@@ -38,6 +38,8 @@ func IAMConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
 type AccessProviders struct {
 	Stores  *Registry
 	Factory iam.Factory
+	// Observer is called for every IAM request, with the store's name; may be nil.
+	Observer func(store, operation string, httpStatus int, err error)
 
 	mu      sync.Mutex
 	drivers map[string]accessDriver
@@ -74,6 +76,7 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 		CABundle:              []byte(store.Spec.CABundle),
 		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
 		Timeout:               10 * time.Second,
+		Observer:              a.observer(store.Name),
 	})
 	if err != nil {
 		return nil, &Error{Reason: bkv1.ReasonAccessProviderUnavailable, Message: fmt.Sprintf("cannot build an IAM client for store %s: %v", store.Name, err)}
@@ -90,4 +93,12 @@ func (a *AccessProviders) Forget(store string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.drivers, store)
+}
+
+// observer is Observer bound to one store's name, or nil without an Observer.
+func (a *AccessProviders) observer(store string) func(op string, status int, err error) {
+	if a.Observer == nil {
+		return nil
+	}
+	return func(op string, status int, err error) { a.Observer(store, op, status, err) }
 }

@@ -18,7 +18,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -44,7 +46,8 @@ const probeInterval = 10 * time.Second
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	suite, err := testenv.StartSuite(logs, operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW)
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	suite, err := testenv.StartSuite(operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

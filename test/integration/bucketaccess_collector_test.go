@@ -223,7 +223,12 @@ func stripFinalizerAndDelete(f *fixture, tenant client.Client, ba *bkv1.BucketAc
 // storeOn adds a second ObjectStore, on srv (with its own credentials), usable from the fixture's namespace.
 func (f *fixture) storeOn(srv *testenv.S3Server, mutate ...func(*bkv1.ObjectStore)) string {
 	f.t.Helper()
-	name := f.store + "-" + string(srv.Kind)
+	return f.storeNamed(f.store+"-"+string(srv.Kind), srv, mutate...)
+}
+
+// storeNamed is storeOn with the store's name given.
+func (f *fixture) storeNamed(name string, srv *testenv.S3Server, mutate ...func(*bkv1.ObjectStore)) string {
+	f.t.Helper()
 	must(f.t, k8s.Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		StringData: map[string]string{bkv1.CredentialsKeyAccessKeyID: srv.AccessKeyID, bkv1.CredentialsKeySecretAccessKey: srv.SecretAccessKey},

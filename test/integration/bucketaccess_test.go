@@ -427,15 +427,7 @@ func testRevokedWhileRefused(t *testing.T, srv *testenv.S3Server) {
 	f := newFixture(t, srv, withIAMOn(srv), func(s *bkv1.ObjectStore) {
 		s.Spec.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{allowed: "true"}}
 	})
-	label := func(value *string) {
-		t.Helper()
-		v := "null"
-		if value != nil {
-			v = fmt.Sprintf("%q", *value)
-		}
-		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, allowed, v))
-		must(t, k8s.Patch(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, client.RawPatch(types.MergePatchType, patch)))
-	}
+	label := func(value *string) { f.labelNamespace(allowed, value) }
 	yes := "true"
 	label(&yes)
 	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
@@ -467,4 +459,16 @@ func testRevokedWhileRefused(t *testing.T, srv *testenv.S3Server) {
 		return again.c.PutObject(f.ctx, sb.Status.BucketName, "y", []byte("y"))
 	})
 	f.waitNoOrphanUsers(srv)
+}
+
+// labelNamespace sets the label key of the fixture's namespace to value, or removes
+// it (nil), as the platform team admits a namespace to a store or takes it away.
+func (f *fixture) labelNamespace(key string, value *string) {
+	f.t.Helper()
+	v := "null"
+	if value != nil {
+		v = fmt.Sprintf("%q", *value)
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, v))
+	must(f.t, k8s.Patch(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, client.RawPatch(types.MergePatchType, patch)))
 }

@@ -3,7 +3,6 @@ package integration_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -27,13 +26,15 @@ import (
 // TestTenantPolicyAttacks acts as a tenant (a Role on storagebuckets, nothing else)
 // against the suite's manager and each real store, and tries what a policy checked
 // loosely would let through: a public "statement" hidden beside a harmless "Statement"
-// (Go-based stores read both as one key), a grant of s3:PutBucketTagging, with which
-// a principal of the tenant's could rewrite the ownership tags, and grants that would
-// weaken an object lock (the Governance bypass, a version's retention, the bucket's lock
-// configuration). Each is refused with
-// PolicyNotAllowed naming the key or action, and the store is left exactly as it was: no
-// write, the policy it had, the tags it had, no anonymous read. A valid policy is then
-// accepted, and what the store holds is the canonical document.
+// (Go-based stores read both as one key), a grant of s3:PutBucketTagging, with which a
+// principal of the tenant's could rewrite the ownership tags, grants that would weaken
+// an object lock (the Governance bypass, a version's retention, the bucket's lock
+// configuration), Ceph RGW's two names for its anonymous user, and Deny statements that
+// would shield a public grant from its withdrawal or lock the operator out. Each is
+// refused with PolicyNotAllowed or PublicAccessNotAllowed naming the key, action or
+// principal, and the store is left exactly as it was: no write, the policy it had, the
+// tags it had, no anonymous read. A valid policy is then accepted, and what the store
+// holds is the canonical document.
 func TestTenantPolicyAttacks(t *testing.T) {
 	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) { testTenantPolicyAttacks(t, srv) })
@@ -75,23 +76,39 @@ func testTenantPolicyAttacks(t *testing.T, server *testenv.S3Server) {
 		t.Errorf("the refused claim's bucket exists on the store (%v)", err)
 	}
 
+	both := `"Resource":["arn:aws:s3:::` + bucket + `","arn:aws:s3:::` + bucket + `/*"]`
+	withPublicRead := func(principal string) string {
+		return `{"Version":"2012-10-17","Statement":[` + strings.Replace(publicRead, `"Principal":"*"`, `"Principal":`+principal, 1) + `]}`
+	}
 	attacks := []struct {
-		name, policy, names string
+		name, policy, reason, names string
 	}{
-		{"statement twin", twin, `"statement"`},
-		{"principal twin", `{"Version":"2012-10-17","Statement":[` + strings.Replace(publicRead, `"Principal":"*"`, `"Principal":{"AWS":"arn:aws:iam::000000000000:root"},"principal":"*"`, 1) + `]}`, `"principal"`},
-		{"aws principal type", `{"Version":"2012-10-17","Statement":[` + strings.Replace(publicRead, `"Principal":"*"`, `"Principal":{"aws":"*"}`, 1) + `]}`, `"aws"`},
-		{"bucket tagging grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Retag","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:GetObject","s3:PutBucketTagging"],"Resource":["arn:aws:s3:::` + bucket + `","arn:aws:s3:::` + bucket + `/*"]}]}`, `"s3:PutBucketTagging"`},
-		{"governance bypass grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Unlock","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, `"s3:BypassGovernanceRetention"`},
-		{"retention grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:PutObject","s3:PutObjectRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, `"s3:PutObjectRetention"`},
-		{"lock configuration grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:PutBucketObjectLockConfiguration","Resource":"arn:aws:s3:::` + bucket + `"}]}`, `"s3:PutBucketObjectLockConfiguration"`},
-		{"every action", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:*","Resource":"arn:aws:s3:::` + bucket + `"}]}`, `"s3:*"`},
+		{"statement twin", twin, bkv1.ReasonPolicyNotAllowed, `"statement"`},
+		{"principal twin", withPublicRead(`{"AWS":"arn:aws:iam::000000000000:root"},"principal":"*"`), bkv1.ReasonPolicyNotAllowed, `"principal"`},
+		{"aws principal type", withPublicRead(`{"aws":"*"}`), bkv1.ReasonPolicyNotAllowed, `"aws"`},
+		{"bucket tagging grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Retag","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:GetObject","s3:PutBucketTagging"],` + both + `}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutBucketTagging"`},
+		{"every action", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:*","Resource":"arn:aws:s3:::` + bucket + `"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:*"`},
+		{"governance bypass grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Unlock","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:BypassGovernanceRetention"`},
+		{"retention grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:PutObject","s3:PutObjectRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutObjectRetention"`},
+		{"lock configuration grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:PutBucketObjectLockConfiguration","Resource":"arn:aws:s3:::` + bucket + `"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutBucketObjectLockConfiguration"`},
+		// Ceph RGW's anonymous user, by its two names: a check that knows only "*"
+		// calls them private.
+		{"RGW's anonymous user", withPublicRead(`{"AWS":"arn:aws:iam:::user/anonymous"}`), bkv1.ReasonPublicAccessNotAllowed, `arn:aws:iam:::user/anonymous`},
+		{"RGW's empty tenant", withPublicRead(`{"AWS":"arn:aws:iam:::root"}`), bkv1.ReasonPublicAccessNotAllowed, `arn:aws:iam:::root`},
+		// A Deny that shields a public grant from its withdrawal, and two that lock
+		// the operator out of the bucket.
+		{"Deny shield", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Shield","Effect":"Deny","Principal":"*","Action":["s3:GetBucketPublicAccessBlock","s3:PutBucketPublicAccessBlock","s3:PutBucketPolicy","s3:DeleteBucketPolicy"],"Resource":"arn:aws:s3:::` + bucket + `"}]}`,
+			bkv1.ReasonPolicyNotAllowed, `statement "Shield" denies the action "s3:GetBucketPublicAccessBlock"`},
+		{"Deny lock-out", `{"Version":"2012-10-17","Statement":[{"Sid":"LockOut","Effect":"Deny","Principal":"*","Action":"s3:*",` + both + `}]}`,
+			bkv1.ReasonPolicyNotAllowed, `statement "LockOut" denies the wildcard action "s3:*"`},
+		{"Deny lock-out but for the app", `{"Version":"2012-10-17","Statement":[{"Sid":"AppOnly","Effect":"Deny","NotPrincipal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:GetObject",` + both + `}]}`,
+			bkv1.ReasonPolicyNotAllowed, `statement "AppOnly" is a Deny with NotPrincipal`},
 	}
 	for _, a := range attacks {
 		before := requests.snapshot(f.store)
 		latest := sb.DeepCopy()
 		f.update(tenant, latest, func() { latest.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(a.policy)} })
-		got := f.waitStalled(sb, bkv1.ReasonPolicyNotAllowed, a.names)
+		got := f.waitStalled(sb, a.reason, a.names)
 		t.Logf("%s: %s", a.name, findCond(got, bkv1.ConditionStalled).Message)
 
 		if _, mutating, ops := since(before, requests.snapshot(f.store)); mutating != 0 {
@@ -165,7 +182,7 @@ func principalOf(server *testenv.S3Server) string {
 // canonicalPolicy is the document the guardrails pass on for doc.
 func canonicalPolicy(t *testing.T, doc, bucket string) string {
 	t.Helper()
-	report, err := guardrail.InspectPolicy([]byte(doc), bucket)
+	report, err := guardrail.InspectPolicy([]byte(doc), bucket, nil)
 	if err != nil {
 		t.Fatalf("the test's own policy is refused: %v", err)
 	}
@@ -214,15 +231,9 @@ func assertNoAnonymousRead(t *testing.T, server *testenv.S3Server, bucket, key s
 // anonymousGet is an unsigned GET of an object, path style, as anyone on the network.
 func anonymousGet(t *testing.T, server *testenv.S3Server, bucket, key string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server.Endpoint+"/"+bucket+"/"+key, nil)
+	status, body, err := server.AnonymousRequest(context.Background(), http.MethodGet, "/"+bucket+"/"+key, nil)
 	must(t, err)
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, string(body)
+	return status, body
 }
 
 // asTenant returns a client that acts as the namespace's tenant: a ServiceAccount whose

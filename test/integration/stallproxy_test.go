@@ -1,17 +1,23 @@
 package integration_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // stallProxy is an HTTP proxy on 127.0.0.1 in front of a real S3 server. Requests pass
@@ -19,8 +25,13 @@ import (
 // predicate picks them: then the proxy either holds the request without ever answering,
 // as a store does that accepts connections and then hangs, or answers it itself with an
 // S3 error. It counts what it held and refused, per bucket.
+//
+// It also injects the faults a deletion racing a bucket's first pass is most fragile
+// to (landLate, failOnceSeen, slowFirst): a request that reaches the store only after
+// its client gave up, a read that fails once, an answer that comes late.
 type stallProxy struct {
-	URL string
+	URL    string
+	target *url.URL
 
 	mu        sync.Mutex
 	stall     func(*http.Request) bool
@@ -30,6 +41,29 @@ type stallProxy struct {
 	heldMax   int            // most requests held at once
 	heldTotal int
 	denied    int
+
+	// late picks the first request per bucket to hold until its client gives up; it
+	// is then parked and sent to the store right after the next request for that
+	// bucket has been answered. taken: buckets whose request was picked.
+	late   func(*http.Request) bool
+	taken  map[string]bool
+	parked map[string][]*http.Request
+	landed int
+	// failSeen picks the first request per bucket after one that found the bucket
+	// (200 to HeadBucket) to fail with 500 InternalError, every SDK attempt of it.
+	failSeen func(*http.Request) bool
+	seen     map[string]bool // a HeadBucket found the bucket; its next picked call fails
+	picked   map[string]bool // buckets whose call was picked: only one per bucket
+	failing  map[string]int  // attempts still to fail
+	failed   int
+	// slow picks the first request per bucket to delay by slowBy before it is sent.
+	slow   func(*http.Request) bool
+	slowBy time.Duration
+	slowed map[string]bool
+	// after picks the first request per bucket to carry out and then answer with 500
+	// InternalError whatever the store answered; afterDone: buckets whose was picked.
+	after     func(*http.Request) bool
+	afterDone map[string]bool
 }
 
 // newStallProxy starts a proxy to target (an http:// endpoint) that is stopped, every
@@ -43,12 +77,22 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 	rp.ErrorLog = log.New(io.Discard, "", 0)   // clients that give up are expected here
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
-	p := &stallProxy{URL: "http://" + ln.Addr().String(), release: make(chan struct{}), heldNow: map[string]int{}}
+	p := &stallProxy{URL: "http://" + ln.Addr().String(), target: u, release: make(chan struct{}), heldNow: map[string]int{},
+		taken: map[string]bool{}, parked: map[string][]*http.Request{}, seen: map[string]bool{}, picked: map[string]bool{}, failing: map[string]int{}, slowed: map[string]bool{},
+		afterDone: map[string]bool{}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p.hold(w, r) || p.refuse(w, r) {
+		if p.hold(w, r) || p.refuse(w, r) || p.park(w, r) || p.fail(w, r) {
 			return
 		}
-		rp.ServeHTTP(w, r)
+		p.delay(r)
+		if p.failsAfter(r) {
+			rp.ServeHTTP(httptest.NewRecorder(), r) // carried out; its answer is lost
+			internalError(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		rp.ServeHTTP(sw, r)
+		p.served(r, sw.status)
 	})}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -180,4 +224,177 @@ func isCreateBucket(r *http.Request) bool {
 // isListBuckets: GET on the service root.
 func isListBuckets(r *http.Request) bool {
 	return r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == ""
+}
+
+// landLate holds the first request per bucket that pred matches until its client gives
+// up, and sends it to the store right after the next request for that bucket has been
+// answered: a CreateBucket whose answer was lost and which the store carries out after
+// the operator's next look at the bucket.
+func (p *stallProxy) landLate(pred func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.late = pred
+}
+
+// failOnceSeen fails the first request per bucket that pred matches after a HeadBucket
+// found the bucket, with 500 InternalError to every SDK attempt of that one call.
+func (p *stallProxy) failOnceSeen(pred func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failSeen = pred
+}
+
+// slowFirst delays the first request per bucket that pred matches by d before sending
+// it on: an answer that comes late, or not before the client gives up.
+func (p *stallProxy) slowFirst(pred func(*http.Request) bool, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.slow, p.slowBy = pred, d
+}
+
+// faults returns how many parked requests landed and how many requests were failed.
+func (p *stallProxy) faults() (landed, failed int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.landed, p.failed
+}
+
+func (p *stallProxy) park(w http.ResponseWriter, r *http.Request) bool {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	pick := p.late != nil && !p.taken[bucket] && p.late(r)
+	if pick {
+		p.taken[bucket] = true
+	}
+	p.mu.Unlock()
+	if !pick {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	<-r.Context().Done() // the client gave up: the request is not answered
+	later := r.Clone(context.Background())
+	later.Body, later.ContentLength, later.RequestURI = io.NopCloser(bytes.NewReader(body)), int64(len(body)), ""
+	later.URL.Scheme, later.URL.Host = p.target.Scheme, p.target.Host
+	p.mu.Lock()
+	p.parked[bucket] = append(p.parked[bucket], later)
+	p.mu.Unlock()
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}
+	return true
+}
+
+// served notes what an answered request showed and lands the requests parked for its
+// bucket.
+func (p *stallProxy) served(r *http.Request, status int) {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	if r.Method == http.MethodHead && status == http.StatusOK && p.failSeen != nil {
+		p.seen[bucket] = true
+	}
+	parked := p.parked[bucket]
+	delete(p.parked, bucket)
+	p.mu.Unlock()
+	for _, req := range parked {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := (&http.Transport{Proxy: nil}).RoundTrip(req.WithContext(ctx))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			p.mu.Lock()
+			p.landed++
+			p.mu.Unlock()
+		}
+		cancel()
+	}
+}
+
+func (p *stallProxy) fail(w http.ResponseWriter, r *http.Request) bool {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	if p.failSeen != nil && p.seen[bucket] && !p.picked[bucket] && p.failSeen(r) {
+		p.picked[bucket] = true
+		p.failing[bucket] = s3.MaxAttempts
+	}
+	fail := p.failing[bucket] > 0 && p.failSeen != nil && p.failSeen(r)
+	if fail {
+		p.failing[bucket]--
+		p.failed++
+	}
+	p.mu.Unlock()
+	if !fail {
+		return false
+	}
+	internalError(w, r)
+	return true
+}
+
+// failAfter carries out the first request per bucket that pred matches and answers it
+// with 500 InternalError whatever the store answered: a store that did the work and
+// then failed to say so (the SDK would retry such an answer).
+func (p *stallProxy) failAfter(pred func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.after = pred
+}
+
+func (p *stallProxy) failsAfter(r *http.Request) bool {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pick := p.after != nil && !p.afterDone[bucket] && p.after(r)
+	if pick {
+		p.afterDone[bucket] = true
+		p.failed++
+	}
+	return pick
+}
+
+// internalError answers r with 500 InternalError.
+func internalError(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusInternalServerError)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<Error><Code>InternalError</Code><Message>injected</Message><Resource>%s</Resource><RequestId>stall-proxy</RequestId></Error>`, r.URL.Path)
+}
+
+func (p *stallProxy) delay(r *http.Request) {
+	bucket := bucketOf(r)
+	p.mu.Lock()
+	pick := p.slow != nil && !p.slowed[bucket] && p.slow(r)
+	if pick {
+		p.slowed[bucket] = true
+	}
+	by := p.slowBy
+	p.mu.Unlock()
+	if pick {
+		select {
+		case <-time.After(by): // the fault itself: the store answers this late
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// statusWriter remembers the status of the answer it passes on.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// isGetBucketTagging: GET on a bucket with the tagging subresource.
+func isGetBucketTagging(r *http.Request) bool {
+	_, ok := r.URL.Query()["tagging"]
+	return r.Method == http.MethodGet && ok && strings.Trim(r.URL.Path, "/") == bucketOf(r)
 }

@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -48,7 +50,10 @@ var (
 	// everyStore: an emulator proves nothing about data safety.
 	moto     *testenv.S3Server
 	requests = &requestLog{}
-	logs     = &testenv.LogBuffer{}
+	// iamRequests counts the IAM requests of the suite's managers per store and
+	// operation, and when each was sent.
+	iamRequests = &requestLog{timed: true}
+	logs        = &testenv.LogBuffer{}
 
 	// The suite's manager serves the probe webhook here, with a cluster-wide key and
 	// the namespaced keys of receiverKeysNamespace (the operator's namespace in a
@@ -85,7 +90,8 @@ const isolatedLabel = "test.bucketkeeper.io/isolated"
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	suite, err := testenv.StartSuite(logs, operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	suite, err := testenv.StartSuite(operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -140,6 +146,9 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	if opts.S3Observer == nil {
 		opts.S3Observer = requests.observe
 	}
+	if opts.IAMObserver == nil {
+		opts.IAMObserver = iamRequests.observe
+	}
 	if opts.ReceiverBindAddress == "" && receiverAddr != "" && opts.WatchLabelSelector == "!"+isolatedLabel {
 		opts.ReceiverBindAddress, opts.ReceiverClusterWideSecret, opts.ReceiverKeysNamespace = receiverAddr, receiverSecret, receiverKeysNamespace
 	}
@@ -157,10 +166,13 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	return done, nil
 }
 
-// requestLog counts S3 requests per store and operation.
+// requestLog counts requests per store and operation; a timed one also keeps when
+// each was sent.
 type requestLog struct {
 	mu     sync.Mutex
 	counts map[string]map[string]int
+	timed  bool
+	at     map[string][]time.Time // by "<store>/<operation>"
 }
 
 func (l *requestLog) observe(store, op string, _ int, _ error) {
@@ -173,6 +185,19 @@ func (l *requestLog) observe(store, op string, _ int, _ error) {
 		l.counts[store] = map[string]int{}
 	}
 	l.counts[store][op]++
+	if l.timed {
+		if l.at == nil {
+			l.at = map[string][]time.Time{}
+		}
+		l.at[store+"/"+op] = append(l.at[store+"/"+op], time.Now())
+	}
+}
+
+// times returns when the requests of one operation on one store were sent.
+func (l *requestLog) times(store, op string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.at[store+"/"+op]...)
 }
 
 // snapshot returns the counts of one store so far.

@@ -22,7 +22,7 @@ func fullValues() map[string]any {
 	return map[string]any{
 		"manager": map[string]any{
 			"concurrency": 8, "syncInterval": "3m", "usageInterval": "7m", "statusHeartbeat": "2m",
-			"s3RequestTimeout": "45s", "reconcileTimeout": "5m",
+			"s3RequestTimeout": "45s", "reconcileTimeout": "5m", "createSettleTime": "40s",
 			"defaultProbeInterval": "30s", "minProbeRequestInterval": "20s", "watchNamespace": "apps",
 			"watchLabelSelector": "shard in (a,b),tier!=test", "shardCount": 3, "disableAvailabilityMetric": true,
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
@@ -49,7 +49,7 @@ func fullValues() map[string]any {
 // fullFlags is what fullValues must render.
 var fullFlags = map[string]string{
 	"concurrency": "8", "sync-interval": "3m", "usage-interval": "7m", "status-heartbeat": "2m",
-	"s3-request-timeout": "45s", "reconcile-timeout": "5m",
+	"s3-request-timeout": "45s", "reconcile-timeout": "5m", "create-settle-time": "40s",
 	"default-probe-interval": "30s", "min-probe-request-interval": "20s", "watch-namespace": "apps",
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",

@@ -2,14 +2,11 @@ package testenv
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // Suite is what a suite's TestMain starts once for all its tests: a control plane, one
@@ -24,11 +21,11 @@ type Suite struct {
 	closeServers func()
 }
 
-// StartSuite sends controller-runtime's logs (the in-process managers') to logs, starts
-// the control plane and then the servers of kinds, in order, and builds a client with
-// scheme. On error it stops what it started.
-func StartSuite(logs io.Writer, scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+// StartSuite starts the control plane and then the servers of kinds, in order, and
+// builds a client with scheme. On error it stops what it started. (The suite sets
+// controller-runtime's logger itself: this package stays free of the logging stack,
+// which test/manifests would otherwise compile at another version.)
+func StartSuite(scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
 	cp, err := StartControlPlane()
 	if err != nil {
 		return nil, err

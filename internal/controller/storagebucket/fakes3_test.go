@@ -9,9 +9,13 @@ import (
 )
 
 // fakeS3 is an in-memory bucket configuration behind s3.Client. Only the configuration
-// methods are implemented; any other method panics on the nil embedded interface.
+// methods and the bucket's own (head, create, delete) are implemented; any other method
+// panics on the nil embedded interface.
 type fakeS3 struct {
 	s3.Client
+
+	// absent: the bucket does not exist.
+	absent bool
 
 	versioning s3.VersioningStatus
 	tags       map[string]string
@@ -39,6 +43,38 @@ func (f *fakeS3) read(op string) error {
 func (f *fakeS3) write(op string) error {
 	f.writes = append(f.writes, op)
 	return f.errs[op]
+}
+
+func (f *fakeS3) HeadBucket(_ context.Context, bucket string) (string, error) {
+	if err := f.read("HeadBucket"); err != nil {
+		return "", err
+	}
+	if f.absent {
+		return "", &s3.Error{Op: "HeadBucket", Bucket: bucket, Kind: s3.KindNotFound, StatusCode: 404}
+	}
+	return "", nil
+}
+
+func (f *fakeS3) CreateBucket(_ context.Context, bucket, _ string) error {
+	if err := f.write("CreateBucket"); err != nil {
+		return err
+	}
+	if !f.absent {
+		return &s3.Error{Op: "CreateBucket", Bucket: bucket, Kind: s3.KindAlreadyOwnedByYou, Code: "BucketAlreadyOwnedByYou", StatusCode: 409}
+	}
+	f.absent, f.tags = false, nil
+	return nil
+}
+
+func (f *fakeS3) DeleteBucket(_ context.Context, bucket string) error {
+	if err := f.write("DeleteBucket"); err != nil {
+		return err
+	}
+	if f.absent {
+		return &s3.Error{Op: "DeleteBucket", Bucket: bucket, Kind: s3.KindNotFound, Code: "NoSuchBucket", StatusCode: 404}
+	}
+	f.absent, f.tags = true, nil
+	return nil
 }
 
 func (f *fakeS3) GetBucketVersioning(_ context.Context, _ string) (s3.VersioningStatus, error) {
