@@ -98,6 +98,14 @@ const (
 	// ReasonQuotaNotAllowed: spec.quota exceeds the store's guardrails.quota.max, or
 	// sets a limit below one byte or object.
 	ReasonQuotaNotAllowed = "QuotaNotAllowed"
+	// ReasonObjectLockNotAllowed: spec.objectLock asks for a default retention mode
+	// outside the store's guardrails.objectLock.allowedModes (Compliance, by default),
+	// or for a retention longer than its guardrails.objectLock.maxRetentionDays.
+	ReasonObjectLockNotAllowed = "ObjectLockNotAllowed"
+	// ReasonDeletionBlocked: the deletion policy deleted what it could, and the rest of
+	// the bucket is object versions under a retention or legal hold; the message says
+	// until when, and when the claim stops waiting (status.deletionBlocked).
+	ReasonDeletionBlocked = "DeletionBlocked"
 	// ReasonAdminAPIUnavailable: the store's adminAPI does not answer, or refuses the
 	// operator's admin identity.
 	ReasonAdminAPIUnavailable = "AdminAPIUnavailable"

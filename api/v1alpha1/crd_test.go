@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -127,6 +128,11 @@ func TestDefaultsAreApplied(t *testing.T) {
 	if g.AdoptionAllowedNamespaces != nil || g.AllowAnyBucketName || g.AllowPublicBuckets ||
 		!slices.Equal(g.AllowedDeletionPolicies, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}) {
 		t.Errorf("guardrail defaults: %+v", g)
+	}
+	// Object lock: Governance only, no bypass by a Purge, a blocked deletion waits a day.
+	if l := g.ObjectLock; !slices.Equal(l.AllowedModes, []bkv1.ObjectLockMode{bkv1.ObjectLockGovernance}) || l.MaxRetentionDays != nil ||
+		l.PurgeMayBypassGovernance || l.ReleaseBlockedDeletionAfter == nil || l.ReleaseBlockedDeletionAfter.Duration != 24*time.Hour {
+		t.Errorf("object lock guardrail defaults: %+v", l)
 	}
 
 	// S3's tag character set: letters of any script, digits, spaces and _ . : / = + - @.

@@ -32,6 +32,13 @@ const (
 	// cannot be written back, so they are kept on the bucket and never sent.
 	SystemTagPrefix = "aws:"
 
+	// TagDeletionBlocked marks a bucket its StorageBucket's deletion policy could not
+	// finish because object versions on it were locked, and which was therefore kept
+	// (and released) after the store's guardrails.objectLock.releaseBlockedDeletionAfter.
+	// Its value says the policy and until when the versions found were locked, for the
+	// store's admin who finishes the job.
+	TagDeletionBlocked = "bucketkeeper.io/deletion-blocked"
+
 	// ReservedTagPrefix is the tag-key prefix users may not set themselves.
 	ReservedTagPrefix = "bucketkeeper.io/"
 

@@ -232,6 +232,72 @@ type StoreGuardrails struct {
 	// name none, and a limit no claim may exceed. Claims cannot raise either.
 	// +optional
 	Quota *StoreQuota `json:"quota,omitempty"`
+
+	// ObjectLock bounds what StorageBuckets may ask of S3 Object Lock on this store,
+	// and what their deletion does with locked object versions.
+	// +optional
+	// +kubebuilder:default={}
+	ObjectLock ObjectLockGuardrails `json:"objectLock,omitempty"`
+}
+
+// ObjectLockGuardrails are the store admin's limits on object lock. A claim asking for
+// more is refused (Stalled, reason ObjectLockNotAllowed) before anything is sent to the
+// store; a suspended claim is checked too.
+type ObjectLockGuardrails struct {
+	// AllowedModes are the default-retention modes a StorageBucket may ask for.
+	// Governance (the default) keeps data from the application's keys, yet the store's
+	// admin (an identity with s3:BypassGovernanceRetention) can still delete it.
+	// Compliance cannot be lifted by anyone, the admin included, until the retention
+	// ends: allowing it lets tenants make data, and its cost, that nobody can delete
+	// for as long as they ask (up to maxRetentionDays). Allowing Compliance also lets
+	// the keys of locked buckets set their objects' own retention (s3:PutObjectRetention),
+	// which no store tested can limit to one mode or period.
+	// +optional
+	// +listType=set
+	// +kubebuilder:default={Governance}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	AllowedModes []ObjectLockMode `json:"allowedModes,omitempty"`
+
+	// MaxRetentionDays is the longest default retention a StorageBucket may ask for, in
+	// days (a year counts 365). Absent: S3's own limit, 100 years.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=36500
+	MaxRetentionDays *int32 `json:"maxRetentionDays,omitempty"`
+
+	// PurgeMayBypassGovernance lets deletionPolicy Purge delete object versions locked
+	// in Governance mode, with the operator's s3:BypassGovernanceRetention. Off (the
+	// default), a Purge deletes what is not locked and waits for the rest. Compliance
+	// is never bypassed: no store allows it.
+	// +optional
+	PurgeMayBypassGovernance bool `json:"purgeMayBypassGovernance,omitempty"`
+
+	// ReleaseBlockedDeletionAfter is how long a deletion blocked by locked object
+	// versions keeps its StorageBucket (and so its namespace) waiting. Then the bucket
+	// is kept as with deletionPolicy Retain, its locked versions on it, tagged
+	// bucketkeeper.io/deletion-blocked for the store's admin, and the StorageBucket
+	// goes. 0s releases it at once.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="guardrails.objectLock.releaseBlockedDeletionAfter must be a duration such as 0s, 24h or 720h"
+	ReleaseBlockedDeletionAfter *metav1.Duration `json:"releaseBlockedDeletionAfter,omitempty"`
+}
+
+// ModeAllowed says whether a StorageBucket may ask for a default retention of mode m.
+// An empty list (an object written before the field existed) allows Governance only,
+// like the default.
+func (g *ObjectLockGuardrails) ModeAllowed(m ObjectLockMode) bool {
+	if len(g.AllowedModes) == 0 {
+		return m == ObjectLockGovernance
+	}
+	for _, allowed := range g.AllowedModes {
+		if allowed == m {
+			return true
+		}
+	}
+	return false
 }
 
 // StoreQuota bounds the quotas of a store's buckets.

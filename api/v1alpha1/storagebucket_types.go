@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,10 @@ import (
 // StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.bucketName) == has(oldSelf.bucketName) && (!has(self.bucketName) || self.bucketName == oldSelf.bucketName)",message="bucketName cannot be added, changed or removed after creation: create a new StorageBucket for another bucket"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.versioning) || self.versioning == 'Enabled'",message="objectLock needs versioning Enabled (or unset): a locked bucket keeps every version, and S3 refuses to suspend versioning on it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || has(self.objectLock)",message="objectLock cannot be removed: S3 cannot turn object lock off once a bucket has it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || !has(oldSelf.objectLock.defaultRetention) || oldSelf.objectLock.defaultRetention.mode != 'Compliance' || (has(self.objectLock) && has(self.objectLock.defaultRetention) && self.objectLock.defaultRetention.mode == 'Compliance' && ((has(self.objectLock.defaultRetention.years) && has(oldSelf.objectLock.defaultRetention.years)) ? self.objectLock.defaultRetention.years >= oldSelf.objectLock.defaultRetention.years : (has(self.objectLock.defaultRetention.years) ? self.objectLock.defaultRetention.years * 365 : self.objectLock.defaultRetention.days) >= (has(oldSelf.objectLock.defaultRetention.years) ? oldSelf.objectLock.defaultRetention.years * 366 : oldSelf.objectLock.defaultRetention.days)))",message="a Compliance default retention cannot be removed, shortened or turned into Governance: Compliance is a promise that nobody may weaken the lock"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.objectLock.defaultRetention) || !has(self.probe) || !has(self.probe.mode) || self.probe.mode != 'ReadWrite'",message="probe.mode ReadWrite cannot be used with objectLock.defaultRetention: every canary object would be locked and pile up; use the Head probe"
 type StorageBucketSpec struct {
 	// ObjectStoreRef names the ObjectStore the bucket lives on. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="objectStoreRef is immutable: a bucket cannot move to another store"
@@ -133,7 +139,97 @@ type StorageBucketSpec struct {
 	// the configuration still applies.
 	// +optional
 	Quota *BucketQuota `json:"quota,omitempty"`
+
+	// ObjectLock makes the bucket write-once (S3 Object Lock, WORM): an object version
+	// under a retention or a legal hold cannot be deleted or overwritten until it ends;
+	// a plain DELETE only adds a delete marker. A new bucket is created with it (which
+	// turns versioning on); on an existing bucket it is turned on where the store can
+	// (after enabling versioning), else the claim reports NotSupportedByStore. It cannot
+	// be removed: S3 cannot turn object lock off. The store's guardrails.objectLock say
+	// which retention modes and how long a retention a claim may ask for, and what a
+	// Purge does with locked versions (docs/object-lock.md).
+	// +optional
+	ObjectLock *ObjectLock `json:"objectLock,omitempty"`
 }
+
+// ObjectLock is a bucket's object lock.
+type ObjectLock struct {
+	// DefaultRetention is the retention the store gives every object version written
+	// without one of its own. Absent: the bucket has object lock, and a version is
+	// locked only when a client sets a retention or legal hold on it. Removing it
+	// removes the default retention the operator set (the versions already written keep
+	// theirs on stores that give each version its own; see docs/object-lock.md for the
+	// store that does not); a Compliance one cannot be removed, shortened or turned
+	// into Governance.
+	// +optional
+	DefaultRetention *ObjectLockRetention `json:"defaultRetention,omitempty"`
+}
+
+// ObjectLockRetention is a retention mode and its period, in days or years.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.days) != has(self.years)",message="a retention needs exactly one of days or years"
+type ObjectLockRetention struct {
+	// Mode of the retention: Governance or Compliance.
+	Mode ObjectLockMode `json:"mode"`
+	// Days the retention lasts, from when each version is written.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=36500
+	Days *int32 `json:"days,omitempty"`
+	// Years the retention lasts, from when each version is written.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Years *int32 `json:"years,omitempty"`
+}
+
+// RetentionDays is the retention's period in days, a year counted as 365 days: what the
+// store guardrail guardrails.objectLock.maxRetentionDays is compared with.
+func (r *ObjectLockRetention) RetentionDays() int64 {
+	switch {
+	case r == nil:
+		return 0
+	case r.Years != nil:
+		return int64(*r.Years) * 365
+	case r.Days != nil:
+		return int64(*r.Days)
+	}
+	return 0
+}
+
+// String says the retention as a person reads it: "Governance, 30 days".
+func (r *ObjectLockRetention) String() string {
+	switch {
+	case r == nil:
+		return "none"
+	case r.Years != nil:
+		return fmt.Sprintf("%s, %d %s", r.Mode, *r.Years, plural(int64(*r.Years), "year"))
+	case r.Days != nil:
+		return fmt.Sprintf("%s, %d %s", r.Mode, *r.Days, plural(int64(*r.Days), "day"))
+	}
+	return string(r.Mode)
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// ObjectLockMode is the mode of an object lock retention.
+// +kubebuilder:validation:Enum=Governance;Compliance
+type ObjectLockMode string
+
+const (
+	// ObjectLockGovernance: a locked version can still be deleted, or its retention
+	// shortened, by an identity holding s3:BypassGovernanceRetention that asks for it
+	// (the store's admin; never a key bucketkeeper hands out).
+	ObjectLockGovernance ObjectLockMode = "Governance"
+	// ObjectLockCompliance: nobody, the store's admin included, can delete a locked
+	// version or shorten its retention until the retention ends.
+	ObjectLockCompliance ObjectLockMode = "Compliance"
+)
 
 // BucketQuota limits a bucket's size and object count. An absent field sets no limit.
 type BucketQuota struct {
@@ -354,6 +450,42 @@ type StorageBucketStatus struct {
 	// bucketkeeper_bucket_usage_bytes and _objects follow every measurement.
 	// +optional
 	Usage *BucketUsage `json:"usage,omitempty"`
+
+	// ObjectLock is the bucket's object lock as its store reported it at the last sync:
+	// present when the bucket has object lock, because the spec asked for it or because
+	// the bucket had it when it was adopted (object lock cannot be turned off).
+	// +optional
+	ObjectLock *BucketObjectLock `json:"objectLock,omitempty"`
+
+	// DeletionBlocked is present while the deletion policy cannot finish because object
+	// versions on the bucket are locked: what unlocks them and when the claim stops
+	// waiting (the store's guardrails.objectLock.releaseBlockedDeletionAfter).
+	// +optional
+	DeletionBlocked *DeletionBlocked `json:"deletionBlocked,omitempty"`
+}
+
+// BucketObjectLock is a bucket's object lock as its store reports it.
+type BucketObjectLock struct {
+	// DefaultRetention of the bucket; absent when it has none.
+	// +optional
+	DefaultRetention *ObjectLockRetention `json:"defaultRetention,omitempty"`
+}
+
+// DeletionBlocked says why and until when a deletion waits for locked object versions.
+type DeletionBlocked struct {
+	// Since is when a pass of the deletion first found nothing left but locked versions.
+	Since metav1.Time `json:"since"`
+	// LockedVersions is how many locked versions the last complete listing found.
+	LockedVersions int64 `json:"lockedVersions"`
+	// Until is when the last of them unlocks, as their retention says; absent when a
+	// legal hold keeps one (until someone lifts it) or the store reports no retention
+	// per version (the bucket's default retention locks them, counted from when it was set).
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// ReleaseAt is when the claim stops waiting: the bucket is then kept as with
+	// deletionPolicy Retain, tagged bucketkeeper.io/deletion-blocked for the store's
+	// admin, and the StorageBucket (and its namespace) can go.
+	ReleaseAt metav1.Time `json:"releaseAt"`
 }
 
 // BucketUsage is a bucket's size and object count as its store counts them.
@@ -427,6 +559,9 @@ type AppliedConfiguration struct {
 	// Quota: the operator set the bucket's quota.
 	// +optional
 	Quota bool `json:"quota,omitempty"`
+	// ObjectLockRetention: the operator set the bucket's default retention.
+	// +optional
+	ObjectLockRetention bool `json:"objectLockRetention,omitempty"`
 	// Hash digests the configuration last brought in line in full (settings, ownership
 	// tags, bucket name, region and endpoint). After a restart, a bucket whose desired
 	// configuration still has this hash is not re-read at once but at its own moment
@@ -456,6 +591,7 @@ const AppliedNameMaxLength = 32
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.usage.bytes`,priority=1,description="Bytes the bucket holds, as the store last counted them"
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.usage.objects`,priority=1
+// +kubebuilder:printcolumn:name="Lock",type=string,JSONPath=`.status.objectLock.defaultRetention.mode`,priority=1,description="Mode of the bucket's default object lock retention"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 240",message="a StorageBucket's name may have at most 240 characters: its Secrets are named <name>-bucket and <name>-access"
 type StorageBucket struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -125,6 +125,9 @@ const (
 	StoreHealthCheckInterval = 30 * time.Second
 	// StoreRegion is spec.region of an ObjectStore: the region requests are signed for.
 	StoreRegion = "us-east-1"
+	// ReleaseBlockedDeletionAfter is spec.guardrails.objectLock.releaseBlockedDeletionAfter
+	// of an ObjectStore: how long a deletion blocked by locked object versions waits.
+	ReleaseBlockedDeletionAfter = 24 * time.Hour
 )
 
 // StoreHealthCheckTimeout bounds one ObjectStore health check (the S3 request timeout

@@ -13,8 +13,10 @@ import (
 //   - object ACLs (s3:PutObjectAcl, s3:GetObjectAcl): an ACL can make an object public
 //     where the policy guardrail cannot see it;
 //   - object lock (s3:PutObjectRetention, s3:PutObjectLegalHold,
-//     s3:BypassGovernanceRetention): a retention the tenant sets would keep a Purge
-//     from ever finishing;
+//     s3:BypassGovernanceRetention, s3:PutBucketObjectLockConfiguration): a bypass,
+//     a lifted legal hold or a changed lock configuration would weaken the lock the
+//     spec asks for, and a retention a named principal sets could lock data in a mode
+//     and for a time the store's guardrails.objectLock never allowed;
 //   - s3:RestoreObject: it moves archived data between storage classes at the store
 //     owner's cost, a decision for the platform team.
 //

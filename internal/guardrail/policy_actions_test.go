@@ -16,7 +16,7 @@ func TestAllowedActions(t *testing.T) {
 		"s3:PutBucketTagging", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:PutLifecycleConfiguration",
 		"s3:PutBucketVersioning", "s3:DeleteBucket", "s3:PutBucketAcl", "s3:PutBucketCORS",
 		"s3:PutBucketPublicAccessBlock", "s3:PutObjectAcl", "s3:PutObjectRetention", "s3:PutObjectLegalHold",
-		"s3:BypassGovernanceRetention", "s3:RestoreObject", "s3:GetBucketPolicy", "s3:CreateBucket",
+		"s3:BypassGovernanceRetention", "s3:PutBucketObjectLockConfiguration", "s3:RestoreObject", "s3:GetBucketPolicy", "s3:CreateBucket",
 		"iam:CreateAccessKey", "s3:ListAllMyBuckets", " s3:GetObject", "s3:GetBucketPublicAccessBlock",
 		"s3:GetBucketTagging", "s3:DeleteBucketPublicAccessBlock",
 	}

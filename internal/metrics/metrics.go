@@ -75,6 +75,14 @@ var (
 		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
 	}, []string{"store"})
 
+	// BucketDeletionBlocked is, for each StorageBucket whose deletion waits for locked
+	// object versions, since when (unix seconds): present only while it waits, so
+	// count() of it is how many buckets are blocked. Few buckets are ever in it.
+	BucketDeletionBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds",
+		Help: "Unix time since when a StorageBucket's deletion policy has been waiting for locked object versions (object lock); absent when it is not.",
+	}, []string{"namespace", "name"})
+
 	// ReceiverRequests counts the probe webhook's answers by key and status code. The key
 	// label is a namespaced key's id, "*" for the cluster-wide key, or "" when a request
 	// established no key (missing, unknown or malformed headers): what a caller sends
@@ -140,7 +148,7 @@ func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, ReceiverRequests, ReceiverKeys)
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys)
 	})
 }
 
@@ -186,6 +194,16 @@ func ObserveStatusWrite(kind string) {
 func ObserveProbe(store, mode, result string, latency time.Duration) {
 	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
 	Probes.WithLabelValues(store, result).Inc()
+}
+
+// SetDeletionBlocked sets since when a StorageBucket's deletion has been waiting for
+// locked object versions, or removes its series when since is nil.
+func SetDeletionBlocked(namespace, name string, since *time.Time) {
+	if since == nil {
+		BucketDeletionBlocked.DeleteLabelValues(namespace, name)
+		return
+	}
+	BucketDeletionBlocked.WithLabelValues(namespace, name).Set(float64(since.Unix()))
 }
 
 // ObserveReceiverAnswer records one answer of the probe webhook (receiver.Options.Observe).

@@ -317,6 +317,9 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		Prober:           p.prober,
 		ReconcileTimeout: opts.ReconcileTimeout,
+		OnDeletionBlocked: func(key types.NamespacedName, since *time.Time) {
+			metrics.SetDeletionBlocked(key.Namespace, key.Name, since)
+		},
 		CreateSettleTime: opts.CreateSettleTime,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)

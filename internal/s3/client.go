@@ -104,6 +104,25 @@ type Client interface {
 	DeleteObject(ctx context.Context, bucket, key string) error
 	// PurgeObject deletes every version and delete marker of key.
 	PurgeObject(ctx context.Context, bucket, key string) error
+
+	// Object lock (lock.go).
+	//
+	// CreateBucketWithObjectLock is CreateBucket with object lock enabled (and so
+	// versioning).
+	CreateBucketWithObjectLock(ctx context.Context, bucket, region string) error
+	// GetObjectLockConfiguration returns the bucket's object lock; a bucket without
+	// it is the zero ObjectLockConfig, not an error.
+	GetObjectLockConfiguration(ctx context.Context, bucket string) (ObjectLockConfig, error)
+	// PutObjectLockConfiguration turns object lock on (where the store can, on a
+	// versioned bucket) and sets or removes its default retention.
+	PutObjectLockConfiguration(ctx context.Context, bucket string, cfg ObjectLockConfig) error
+	// GetObjectRetention returns a version's retention (Mode "" for none) and
+	// GetObjectLegalHold whether a legal hold is on it.
+	GetObjectRetention(ctx context.Context, bucket, key, versionID string) (ObjectRetention, error)
+	GetObjectLegalHold(ctx context.Context, bucket, key, versionID string) (bool, error)
+	// DeleteObjectsBypassingGovernance is DeleteObjects, deleting versions under
+	// Governance retention too.
+	DeleteObjectsBypassingGovernance(ctx context.Context, bucket string, objects []ObjectID) error
 }
 
 // VersioningStatus is a bucket's versioning state as S3 reports it.

@@ -104,6 +104,9 @@ var codeKinds = map[string]Kind{
 	"NoSuchLifecycleConfiguration":          KindNotFound,
 	"NoSuchPublicAccessBlockConfiguration":  KindNotFound,
 	"NoSuchPublicAccessBlockConfigurations": KindNotFound,
+	"ObjectLockConfigurationNotFoundError":  KindNotFound,
+	"NoSuchObjectLockConfiguration":         KindNotFound, // Versity: with status 400
+	"NoSuchObjectLegalHold":                 KindNotFound, // SeaweedFS
 
 	"BucketNotEmpty": KindNotEmpty,
 
@@ -156,6 +159,7 @@ var codeKinds = map[string]Kind{
 	"MovedPermanently":                        KindInvalid,
 	"IllegalVersioningConfigurationException": KindInvalid,
 	"InvalidBucketState":                      KindInvalid,
+	"InvalidRetentionPeriod":                  KindInvalid,
 	"BadRequest":                              KindInvalid,
 	"TooManyBuckets":                          KindInvalid, // AWS's per-account limit: a human raises it
 }

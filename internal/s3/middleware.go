@@ -100,6 +100,7 @@ var md5Operations = map[string]bool{
 	"PutPublicAccessBlock":            true,
 	"PutBucketVersioning":             true,
 	"PutBucketPolicy":                 true,
+	"PutObjectLockConfiguration":      true,
 }
 
 // contentMD5Middleware adds Content-MD5 to the operations above. It runs in

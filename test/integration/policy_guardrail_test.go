@@ -27,12 +27,14 @@ import (
 // against the suite's manager and each real store, and tries what a policy checked
 // loosely would let through: a public "statement" hidden beside a harmless "Statement"
 // (Go-based stores read both as one key), a grant of s3:PutBucketTagging, with which a
-// principal of the tenant's could rewrite the ownership tags, Ceph RGW's two names for
-// its anonymous user, and Deny statements that would shield a public grant from its
-// withdrawal or lock the operator out. Each is refused with PolicyNotAllowed or
-// PublicAccessNotAllowed naming the key, action or principal, and the store is left
-// exactly as it was: no write, the policy it had, the tags it had, no anonymous read. A
-// valid policy is then accepted, and what the store holds is the canonical document.
+// principal of the tenant's could rewrite the ownership tags, grants that would weaken
+// an object lock (the Governance bypass, a version's retention, the bucket's lock
+// configuration), Ceph RGW's two names for its anonymous user, and Deny statements that
+// would shield a public grant from its withdrawal or lock the operator out. Each is
+// refused with PolicyNotAllowed or PublicAccessNotAllowed naming the key, action or
+// principal, and the store is left exactly as it was: no write, the policy it had, the
+// tags it had, no anonymous read. A valid policy is then accepted, and what the store
+// holds is the canonical document.
 func TestTenantPolicyAttacks(t *testing.T) {
 	for _, srv := range everyStore() {
 		t.Run(string(srv.Kind), func(t *testing.T) { testTenantPolicyAttacks(t, srv) })
@@ -86,6 +88,9 @@ func testTenantPolicyAttacks(t *testing.T, server *testenv.S3Server) {
 		{"aws principal type", withPublicRead(`{"aws":"*"}`), bkv1.ReasonPolicyNotAllowed, `"aws"`},
 		{"bucket tagging grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Retag","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:GetObject","s3:PutBucketTagging"],` + both + `}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutBucketTagging"`},
 		{"every action", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:*","Resource":"arn:aws:s3:::` + bucket + `"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:*"`},
+		{"governance bypass grant", `{"Version":"2012-10-17","Statement":[` + keep + `,{"Sid":"Unlock","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:DeleteObjectVersion","s3:BypassGovernanceRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:BypassGovernanceRetention"`},
+		{"retention grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":["s3:PutObject","s3:PutObjectRetention"],"Resource":"arn:aws:s3:::` + bucket + `/*"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutObjectRetention"`},
+		{"lock configuration grant", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:root"},"Action":"s3:PutBucketObjectLockConfiguration","Resource":"arn:aws:s3:::` + bucket + `"}]}`, bkv1.ReasonPolicyNotAllowed, `"s3:PutBucketObjectLockConfiguration"`},
 		// Ceph RGW's anonymous user, by its two names: a check that knows only "*"
 		// calls them private.
 		{"RGW's anonymous user", withPublicRead(`{"AWS":"arn:aws:iam:::user/anonymous"}`), bkv1.ReasonPublicAccessNotAllowed, `arn:aws:iam:::user/anonymous`},

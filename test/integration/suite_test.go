@@ -124,7 +124,8 @@ func run(m *testing.M) int {
 	code := m.Run()
 	cancel()
 	<-done
-	return quotaTable.CheckAfterRun(code, quotaTableStores)
+	code = quotaTable.CheckAfterRun(code, quotaTableStores)
+	return lockTable.CheckAfterRun(code, lockTableStores)
 }
 
 // startManager runs a manager with test defaults; done closes when it has stopped.

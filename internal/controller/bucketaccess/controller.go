@@ -156,7 +156,7 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		if g.Mode == bkv1.AccessReadOnly {
 			mode = iam.ReadOnly
 		}
-		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode})
+		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode, ObjectLock: sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil})
 		s.names = append(s.names, g.Name+"="+sb.Status.BucketName)
 	}
 	if notReady != nil {
@@ -175,6 +175,12 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		}
 	}
 	s.store = store
+	if store.Spec.Guardrails.ObjectLock.ModeAllowed(bkv1.ObjectLockCompliance) {
+		// A key's own retention is within what the store's admin consented to (iam.Grant).
+		for i := range s.grants {
+			s.grants[i].SetRetention = s.grants[i].ObjectLock
+		}
+	}
 	driver, err := r.Access.DriverFor(ctx, store)
 	if err != nil {
 		return err

@@ -147,7 +147,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 	}
 
 	r.creates.sending(client.ObjectKeyFromObject(sb), sb)
-	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
+	err := createBucketCall(scope)(ctx, scope.bucket, scope.region)
 	landBy := earlier
 	if s3.Unanswered(err) {
 		landBy = later(landBy, r.Clock.Now().Add(r.createSettleTime()))

@@ -3,6 +3,7 @@ package storagebucket
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,12 +55,18 @@ type Reconciler struct {
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
 
+	// OnDeletionBlocked is told when a StorageBucket's deletion starts waiting for
+	// locked object versions, and (nil since) when it stops (metrics); may be nil.
+	OnDeletionBlocked func(key types.NamespacedName, since *time.Time)
+
 	synced syncMemo
 	names  nameLocks
 	purges purgeMemo
 	passes passMemo
 	// creates: until when the CreateBuckets this process saw go unanswered may land.
 	creates createMemo
+	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
+	blocked sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -121,6 +128,15 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.passes.forget(key)
 	r.Prober.forget(key)
 	r.creates.forget(key)
+	r.unblocked(key)
+}
+
+// unblocked tells OnDeletionBlocked that a StorageBucket whose deletion it was told
+// about waits no more (its deletion is done, or it is gone).
+func (r *Reconciler) unblocked(key types.NamespacedName) {
+	if _, was := r.blocked.LoadAndDelete(key); was && r.OnDeletionBlocked != nil {
+		r.OnDeletionBlocked(key, nil)
+	}
 }
 
 // suspended says whether the claim asks for no reconciliation (spec.suspend).

@@ -47,6 +47,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket
 		return ctrl.Result{RequeueAfter: max(time.Second, retryIn)}, nil
 	}
 	r.purges.forget(sb.UID)
+	// The deletion waits no more: its series goes now, not when the object is gone.
+	r.unblocked(client.ObjectKeyFromObject(sb))
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
 		r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "deleting the connection Secret"), "; the bucket is done with, and the operator retries")
 		return ctrl.Result{}, err
@@ -177,7 +179,7 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 		if err := r.liftPolicyBeforePurge(ctx, sb, c, bucket); err != nil {
 			return false, 0, err
 		}
-		done, err := r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
+		done, err := r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now}, r.purgeLockOf(sb, store, me, c, bucket, tags))
 		if err != nil || !done {
 			return false, r.purges.nextPassIn(sb.UID, r.Clock.Now()), err
 		}

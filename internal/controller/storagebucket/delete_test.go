@@ -79,7 +79,7 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 		}
 		before := bucket.requests
 		patcher := reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
-		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend)
+		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend, purgeLock{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,10 @@ type fakeS3 struct {
 	lifecycle  []s3.LifecycleRule
 	pab        *s3.PublicAccessBlock
 	policy     string
+	lock       s3.ObjectLockConfig
+	// lockOnExisting: PutObjectLockConfiguration may turn object lock on (else it
+	// answers InvalidBucketState, as a store that cannot lock an existing bucket).
+	lockOnExisting bool
 
 	// errs makes the named method fail with the given error (state left unchanged).
 	errs map[string]error
@@ -182,6 +186,24 @@ func (f *fakeS3) DeleteBucketPolicy(_ context.Context, _ string) error {
 		return err
 	}
 	f.policy = ""
+	return nil
+}
+
+func (f *fakeS3) GetObjectLockConfiguration(_ context.Context, _ string) (s3.ObjectLockConfig, error) {
+	if err := f.read("GetObjectLockConfiguration"); err != nil {
+		return s3.ObjectLockConfig{}, err
+	}
+	return f.lock, nil
+}
+
+func (f *fakeS3) PutObjectLockConfiguration(_ context.Context, _ string, cfg s3.ObjectLockConfig) error {
+	if err := f.write("PutObjectLockConfiguration"); err != nil {
+		return err
+	}
+	if !f.lock.Enabled && (!f.lockOnExisting || f.versioning != s3.VersioningEnabled) {
+		return &s3.Error{Op: "PutObjectLockConfiguration", Bucket: "b", Kind: s3.KindInvalid, Code: "InvalidBucketState", StatusCode: 409}
+	}
+	f.lock = cfg
 	return nil
 }
 

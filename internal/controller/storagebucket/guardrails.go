@@ -74,6 +74,9 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 		}
 		scope.policy = report.Canonical
 	}
+	if refusal := checkObjectLock(sb, store); refusal != nil {
+		return refusal
+	}
 	limits, named, refusal := desiredQuota(sb, store)
 	if refusal != nil {
 		return refusal

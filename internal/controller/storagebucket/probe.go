@@ -307,7 +307,7 @@ func (r *Reconciler) runProbe(ctx context.Context, scope *bucketScope) probeResu
 	start := r.Prober.Clock.Now()
 	var err error
 	mode := sb.Spec.Probe.Mode
-	if mode == bkv1.ProbeModeReadWrite {
+	if mode == bkv1.ProbeModeReadWrite && !lockedByDefault(sb) {
 		err = canaryProbe(ctx, c, bucket, bkv1.CanaryPrefix+string(sb.UID))
 	} else {
 		mode = bkv1.ProbeModeHead

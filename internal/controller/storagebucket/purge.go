@@ -26,10 +26,22 @@ const purgeReportInterval = 10 * time.Second
 type purgeProgress struct {
 	deleted, aborted, passes int
 	lastReport               time.Time
-	// paced: the next pass waits for the store's purge budget until then.
+	// paced: the next pass waits for the store's purge budget (or, blocked by locked
+	// versions, for the first of them to unlock) until then.
 	paced time.Time
 	// policyLifted: the operator's policy is off the bucket (liftPolicyBeforePurge).
 	policyLifted bool
+	// sweep is the listing under way, which may take several passes.
+	sweep purgeSweep
+}
+
+// purgeSweep is one listing of the whole bucket: what it deleted and found locked so
+// far, and where its next pass lists from (after the last locked version: nil while
+// none, as deleted versions are not listed again).
+type purgeSweep struct {
+	deleted int
+	locked  lockTally
+	resume  *s3.PageToken
 }
 
 func (p purgeProgress) totals() string {
@@ -49,14 +61,33 @@ type purgeMemo struct {
 	records memo.Map[types.UID, purgeProgress]
 }
 
-// pass adds one pass's work and returns the totals.
-func (m *purgeMemo) pass(uid types.UID, deleted, aborted int) purgeProgress {
-	return m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
+// pass adds one pass's work and returns the totals and the sweep with it; a sweep the
+// pass ended (its listing's last page) is returned and the next pass starts a new one.
+func (m *purgeMemo) pass(uid types.UID, deleted, aborted int, locked lockTally, ended bool) (purgeProgress, purgeSweep) {
+	var sweep purgeSweep
+	p := m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
 		p.deleted += deleted
 		p.aborted += aborted
 		p.passes++
+		p.sweep.deleted += deleted
+		p.sweep.locked.add(locked)
+		if p.sweep.locked.versions > 0 {
+			last := p.sweep.locked.last
+			p.sweep.resume = &s3.PageToken{KeyMarker: last.Key, VersionIDMarker: last.VersionID}
+		}
+		sweep = p.sweep
+		if ended {
+			p.sweep = purgeSweep{}
+		}
 		return p, true
 	})
+	return p, sweep
+}
+
+// resumeAt is where the purge's next pass lists from (nil: the first page).
+func (m *purgeMemo) resumeAt(uid types.UID) *s3.PageToken {
+	p, _ := m.records.Get(uid)
+	return p.sweep.resume
 }
 
 // reportDue says whether progress may be reported now: on the first pass, then at most
@@ -108,15 +139,18 @@ const purgePagesPerPass = 5
 
 // purgeBucket aborts incomplete multipart uploads and deletes every object version and
 // delete marker, a few pages at a time, then the bucket. Each pass starts listing
-// afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
-// most every purgeReportInterval (see purgeProgress), not on every pass.
-func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
+// afresh (after the last version an object lock keeps, if any: purge_lock.go), so an
+// interrupted purge simply resumes. Progress goes to status and Events at most every
+// purgeReportInterval (see purgeProgress), not on every pass; a listing that finds
+// nothing left but locked versions reports the deletion blocked (purgeBlocked).
+func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender, lock purgeLock) (bool, error) {
 	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
 	if err != nil {
 		return false, err
 	}
-	deleted, versionsLeft := 0, false
-	var page *s3.PageToken
+	deleted, versionsLeft, ended := 0, false, false
+	locks := &lockFinder{c: c, bucket: bucket, bypass: lock.bypass, spend: spend, now: r.Clock.Now(), lookups: purgeLockLookups}
+	page := r.purges.resumeAt(sb.UID)
 	for range purgePagesPerPass {
 		// A listing and the deletion of its page: two requests.
 		if !spend.take(2) {
@@ -132,19 +166,24 @@ func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, pa
 			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
 		}
 		if len(ids) > 0 {
-			if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-				return false, reconcile.AsStepError(err, fmt.Sprintf("purging objects of bucket %q", bucket))
+			n, err := locks.delete(ctx, ids)
+			if err != nil {
+				return false, err
 			}
-			deleted += len(ids)
+			deleted += n
 		}
 		if res.Next == nil {
+			ended = true
 			break
 		}
 		page, versionsLeft = res.Next, true
 	}
-	progress := r.purges.pass(sb.UID, deleted, aborted)
+	progress, sweep := r.purges.pass(sb.UID, deleted, aborted, locks.found, ended)
 	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
-	if deleted == 0 && aborted == 0 && !uploadsLeft && !versionsLeft {
+	if ended && sweep.locked.versions > 0 {
+		return r.purgeBlocked(ctx, sb, patcher, bucket, lock, sweep.locked)
+	}
+	if ended && sweep.deleted == 0 && aborted == 0 && !uploadsLeft {
 		// The listings found nothing: the bucket should be empty now.
 		err := c.DeleteBucket(ctx, bucket)
 		switch s3.KindOf(err) {

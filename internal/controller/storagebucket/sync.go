@@ -135,11 +135,13 @@ func desiredHash(scope *bucketScope, me owner) string {
 		// Quota is left out while nothing names one, so that the hash of a bucket
 		// without a quota is what it was before quotas existed.
 		Quota *quota.Limits `json:",omitempty"`
+		// ObjectLock likewise, while the spec asks for none.
+		ObjectLock *bkv1.ObjectLock `json:",omitempty"`
 	}{
 		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: stores.Endpoint(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
-		Policy: scope.policy, Quota: namedQuota(scope.quota),
+		Policy: scope.policy, Quota: namedQuota(scope.quota), ObjectLock: sb.Spec.ObjectLock,
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:8])
