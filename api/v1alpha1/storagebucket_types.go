@@ -527,6 +527,15 @@ type CreateIntent struct {
 	// this field.
 	// +optional
 	SentAt *metav1.Time `json:"sentAt,omitempty"`
+	// Answered says the store answered the CreateBucket sent at sentAt. Only an
+	// unanswered one may still land, so a process that did not see the answer (after a
+	// restart or a change of leader) need not wait, on a deletion, for one that did.
+	// +optional
+	Answered bool `json:"answered,omitempty"`
+	// LandBy, set with answered, is until when an earlier CreateBucket of this intent
+	// that went unanswered may still land; empty when none can.
+	// +optional
+	LandBy *metav1.Time `json:"landBy,omitempty"`
 }
 
 // AppliedConfiguration is the operator's record of what it set on a bucket, kept compact

@@ -170,7 +170,11 @@ func (c *client) ListKeys(ctx context.Context, user string) ([]AccessKey, error)
 func (c *client) CreateKey(ctx context.Context, user string) (AccessKey, error) {
 	var key AccessKey
 	err := c.call(ctx, "CreateAccessKey", user, func(ctx context.Context) error {
-		out, err := c.api.CreateAccessKey(ctx, &awsiam.CreateAccessKeyInput{UserName: aws.String(user)})
+		// One attempt: a retry after an answer that was lost makes a second key, whose
+		// secret the first one's caller never sees (the access collector revokes the
+		// orphan, but it is a live key until then). The next reconcile tries again.
+		out, err := c.api.CreateAccessKey(ctx, &awsiam.CreateAccessKeyInput{UserName: aws.String(user)},
+			func(o *awsiam.Options) { o.RetryMaxAttempts = 1 })
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/naming"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -491,8 +492,14 @@ func TestAbsentSettingsRuleSurvivesRestart(t *testing.T) {
 		r := newHandReconciler(t, clock.RealClock{}, time.Hour)
 		for range 10 {
 			_, _ = r.Reconcile(f.ctx, ctrl.Request{NamespacedName: objKey(sb)})
-			if err := k8s.Get(f.ctx, objKey(sb), &bkv1.StorageBucket{}); err != nil {
+			cur := &bkv1.StorageBucket{}
+			if err := k8s.Get(f.ctx, objKey(sb), cur); err != nil {
 				break
+			}
+			// Every CreateBucket was answered, and status says so: a reconciler that
+			// did not see them has no late create to wait for.
+			if c := reconcile.FindCondition(cur.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == bkv1.ReasonCreateUnanswered {
+				t.Fatalf("%s: the deletion waits for a CreateBucket that was answered: %s", sb.Name, c.Message)
 			}
 		}
 		f.waitGone(sb)

@@ -125,8 +125,12 @@ func TestClaimDeletedMidFirstPass(t *testing.T) {
 			bucket := sb.Status.CreateIntent.BucketName
 			must(t, k8s.Delete(f.ctx, sb))
 
+			// This manager did not see the CreateBucket answered: its deletion waits until
+			// the create could no longer land (sentAt + 1s + call deadline + settle time),
+			// which these timings keep well inside waitGone's minute.
 			ctx, stop := context.WithCancel(f.ctx)
-			done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns})
+			done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns,
+				S3RequestTimeout: 10 * time.Second, CreateSettleTime: 5 * time.Second})
 			must(t, err)
 			defer func() { stop(); <-done }()
 			f.waitGone(sb)

@@ -175,6 +175,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 	if err != nil {
 		return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
 	}
+	answered(sb.Status.CreateIntent, landBy, r.Clock.Now())
 	if err := r.tagOwner(ctx, scope, nil); err != nil {
 		return err
 	}

@@ -162,6 +162,14 @@ func (r *Reconciler) createsLandBy(sb *bkv1.StorageBucket) time.Time {
 	if seen && !rec.sentAt.Before(intent.SentAt.Time) {
 		return rec.landBy // this process sent the latest one and saw it end
 	}
+	if intent.Answered {
+		// The latest one was answered, and the process that saw it recorded until when
+		// an earlier one, unanswered, may still land.
+		if intent.LandBy == nil {
+			return time.Time{}
+		}
+		return intent.LandBy.Time
+	}
 	// Sent by another process, or by this one before a restart. sentAt is recorded to
 	// the second, before the request: it went out within a call deadline after.
 	bound := intent.SentAt.Add(time.Second + r.callDeadline() + r.createSettleTime())
@@ -190,4 +198,15 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// answered records on intent that the store answered its CreateBucket, and until when an
+// earlier one that went unanswered may still land (landBy, rounded up to the second that
+// status holds; dropped when already past at now).
+func answered(intent *bkv1.CreateIntent, landBy, now time.Time) {
+	intent.Answered, intent.LandBy = true, nil
+	if landBy.After(now) {
+		t := metav1.NewTime(landBy.Truncate(time.Second).Add(time.Second))
+		intent.LandBy = &t
+	}
 }

@@ -134,6 +134,34 @@ func TestCreatesLandBy(t *testing.T) {
 	}
 }
 
+// TestAnsweredIntentOutlivesTheProcess: a process that did not see a CreateBucket end
+// (a restart, a new leader) reads from status that it was answered, and waits only for an
+// earlier one that was not.
+func TestAnsweredIntentOutlivesTheProcess(t *testing.T) {
+	g := newRig(t, &fakeS3{})
+	now := g.clock.Now()
+	g.intentSentAt(now)
+	answered(g.sb.Status.CreateIntent, time.Time{}, now)
+	if got := g.r.createsLandBy(g.sb); !got.IsZero() {
+		t.Errorf("answered, none earlier unanswered: %v, want none", got)
+	}
+	earlier := now.Add(20*time.Second + 300*time.Millisecond)
+	answered(g.sb.Status.CreateIntent, earlier, now)
+	if got, want := g.r.createsLandBy(g.sb), now.Add(21*time.Second); !got.Equal(want) {
+		t.Errorf("answered after an earlier unanswered one: %v, want %v (rounded up to the second)", got, want)
+	}
+	answered(g.sb.Status.CreateIntent, now.Add(-time.Second), now)
+	if g.sb.Status.CreateIntent.LandBy != nil {
+		t.Errorf("a landBy already past is kept: %v", g.sb.Status.CreateIntent.LandBy)
+	}
+	// What this process saw of a later CreateBucket still wins over status.
+	key := client.ObjectKeyFromObject(g.sb)
+	g.r.creates.ended(key, g.sb.UID, now, now.Add(7*time.Second))
+	if got := g.r.createsLandBy(g.sb); !got.Equal(now.Add(7 * time.Second)) {
+		t.Errorf("this process's own record: %v", got)
+	}
+}
+
 // TestVanishedClaimIsDeletedAsItsPolicySays: the API server removed a claim whose
 // finalizer it had reported added (its deletion raced the finalizer), after this process
 // sent a CreateBucket for it: no deletion pass will ever run. Its reconcile, finding it
