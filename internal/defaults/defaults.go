@@ -30,6 +30,8 @@ const (
 	StatusHeartbeat = 5 * time.Minute
 	// S3RequestTimeout bounds every S3 call, SDK retries included.
 	S3RequestTimeout = 30 * time.Second
+	// IAMRequestTimeout bounds every IAM call, SDK retries included.
+	IAMRequestTimeout = 10 * time.Second
 	// ReconcileTimeout bounds each reconcile as a whole.
 	ReconcileTimeout = 2 * time.Minute
 	// CreateSettleTime is how long after the operator stopped waiting for the answer

@@ -38,3 +38,9 @@ func (c *Versioned[K, V]) Get(k K, version string, build func() (V, error)) (V, 
 
 // Forget drops k's value.
 func (c *Versioned[K, V]) Forget(k K) { c.m.Delete(k) }
+
+// Current returns k's value, whichever version it was built for.
+func (c *Versioned[K, V]) Current(k K) (V, bool) {
+	e, ok := c.m.Get(k)
+	return e.value, ok
+}

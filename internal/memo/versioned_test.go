@@ -29,7 +29,13 @@ func TestVersionedBuildsOncePerVersion(t *testing.T) {
 	if v, _ := c.Get("store", "gen2", build(9)); v != 2 || builds != 2 {
 		t.Errorf("a failed build replaced the kept value: %d after %d builds", v, builds)
 	}
+	if v, ok := c.Current("store"); !ok || v != 2 {
+		t.Errorf("Current = %d, %v; want the kept 2", v, ok)
+	}
 	c.Forget("store")
+	if _, ok := c.Current("store"); ok {
+		t.Error("Current after Forget found a value")
+	}
 	if v, _ := c.Get("store", "gen2", build(5)); v != 5 || builds != 3 {
 		t.Errorf("after Forget: %d after %d builds; want a fresh build", v, builds)
 	}

@@ -31,12 +31,10 @@ func (r *Registry) QuotaClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 	if _, err := r.ClientFor(ctx, store); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	var limiter *rate.Limiter
-	if e, ok := r.clients[store.Name]; ok {
+	if e, ok := r.clients.Current(store.Name); ok {
 		limiter = e.limiter
 	}
-	r.mu.Unlock()
 	version := fmt.Sprintf("%s/%d/%s/%p", store.UID, store.Generation, credsVersion, limiter)
 	return r.quotas.Get(store.Name, version, func() (quota.Client, error) {
 		factory := r.QuotaFactory
