@@ -115,6 +115,14 @@ const (
 	LabelStorageBucket = "bucketkeeper.io/storagebucket"
 )
 
+// LabelMove marks the ConfigMaps (in the operator's namespace) holding a move's
+// checkpoints, one per shard of its copy, with the move's ID.
+const LabelMove = "bucketkeeper.io/move"
+
+// MoveCheckpointPrefix begins the name of a move's checkpoint ConfigMaps:
+// bucketkeeper-move-<move ID>-<shard>, and -plan for its plan.
+const MoveCheckpointPrefix = "bucketkeeper-move-"
+
 // StoreLeasePrefix begins the name of the Lease (coordination.k8s.io, in the
 // operator's namespace) through which operator deployments sharding the buckets
 // (--shard-count above 1) agree which of them health-checks a store:
