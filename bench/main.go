@@ -7,6 +7,11 @@
 // The scale scenario (BENCH_SCALE_N buckets, default 10×BENCH_N) runs only when named:
 //
 //	BENCH_SCENARIOS=scale BENCH_SCALE_N=10000 go run .
+//
+// So does move, a bucket moved from SeaweedFS to Ceph RGW by the mover and by Debian's
+// rclone (hack/peers/rclone.sh unpacks it):
+//
+//	BENCH_SCENARIOS=move go run .
 package main
 
 import (
@@ -134,6 +139,8 @@ func run() error {
 			err = e.usage()
 		case "scale":
 			err = e.scale()
+		case "move":
+			err = e.move()
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}

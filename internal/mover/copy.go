@@ -103,7 +103,7 @@ func (s *shard) copySmall(ctx context.Context, key string, e s3.ObjectEntry, req
 	}
 	body := (*bp)[:n]
 	sum := md5.Sum(body) //nolint:gosec
-	meta, err := s.meta(ctx, key, info)
+	meta, err := s.meta(ctx, key, info, false)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *shard) copyStreamed(ctx context.Context, key string, e s3.ObjectEntry, 
 	if info.Size != e.Size || info.ContentLength != e.Size {
 		return &changedError{fmt.Sprintf("key %s is not of the listed size any more", quoteKey(key))}
 	}
-	meta, err := s.meta(ctx, key, info)
+	meta, err := s.meta(ctx, key, info, false)
 	if err != nil {
 		return err
 	}
@@ -196,10 +196,17 @@ func (s *shard) settleETag(key string, e s3.ObjectEntry, readETag, written strin
 }
 
 // meta is what the write of an object must carry: what the read answered, and the
-// tags unless the read said there are none.
-func (s *shard) meta(ctx context.Context, key string, info s3.ObjectInfo) (s3.ObjectMeta, error) {
+// tags unless the read said there are none. A GET tells how many tags an object has
+// (x-amz-tagging-count) but leaves the header out for none, so its absence means "no
+// tags" only from a store known to send it: one the spec says does
+// (Bucket.SendsTagCount), or one that sent it for another object of this pass.
+// Otherwise, and after a HEAD (which never tells), the tags are asked for.
+func (s *shard) meta(ctx context.Context, key string, info s3.ObjectInfo, fromHead bool) (s3.ObjectMeta, error) {
 	meta := info.ObjectMeta
-	if info.TagCount == 0 {
+	if info.TagCount > 0 {
+		s.tagCounts.Store(true)
+	}
+	if !fromHead && (info.TagCount == 0 || (info.TagCount < 0 && s.tagCounts.Load())) {
 		return meta, nil
 	}
 	tags, err := s.stores.Source.GetObjectTagging(ctx, s.spec.Source.Bucket, key, info.VersionID)

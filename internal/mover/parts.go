@@ -228,8 +228,7 @@ func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, r
 	if err != nil {
 		return Upload{}, nil, onSource(err)
 	}
-	head.TagCount = -1 // a HEAD does not count tags
-	meta, err := s.meta(ctx, key, head)
+	meta, err := s.meta(ctx, key, head, true)
 	if err != nil {
 		return Upload{}, nil, err
 	}

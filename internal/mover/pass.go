@@ -38,9 +38,10 @@ func (s *shard) copyPass(ctx context.Context) error {
 	for range s.limits.Concurrency {
 		wg.Go(func() {
 			for t := range tasks {
-				s.settle(t, s.do(ctx, t), stop)
-				tr.finish(t.id)
-				s.setCursor(tr.position())
+				if s.settle(ctx, t, s.do(ctx, t), stop) {
+					tr.finish(t.id)
+					s.setCursor(tr.position())
+				}
 			}
 		})
 	}
@@ -149,14 +150,19 @@ func (s *shard) do(ctx context.Context, t task) error {
 }
 
 // settle records how a task ended: done, changed under the pass (the next pass
-// copies it), a failure of its key, or an error that stops the pass.
-func (s *shard) settle(t task, err error, stop context.CancelCauseFunc) {
+// copies it), a failure of its key, or an error that stops the pass. It says whether
+// the key is done with for this pass: a key whose work was cut short (the pass
+// stopping) is not, so the cursor stays before it and a resumed pass does it again.
+func (s *shard) settle(ctx context.Context, t task, err error, stop context.CancelCauseFunc) bool {
 	switch {
 	case err == nil:
+	case ctx.Err() != nil:
+		return false
 	case changedUnderUs(err):
 		s.update(func(cp *Checkpoint) { cp.Counts.Changed++ })
 	case fatal(err):
 		stop(err)
+		return false
 	default:
 		var many bool
 		s.update(func(cp *Checkpoint) {
@@ -168,6 +174,7 @@ func (s *shard) settle(t task, err error, stop context.CancelCauseFunc) {
 			stop(fmt.Errorf("%w: %d keys failed, the most a pass goes on after", errTooManyFailures, s.limits.MaxFailures))
 		}
 	}
+	return true
 }
 
 func (s *shard) listed(entries []s3.ObjectEntry) {

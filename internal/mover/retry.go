@@ -26,12 +26,16 @@ var (
 // was slow, throttled us or failed on its side.
 func transient(err error) bool {
 	var e *s3.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) || changedUnderUs(err) {
 		return false // the mover's own verdicts (a checked part that differs) stand
 	}
 	switch e.Kind {
-	case s3.KindUnreachable, s3.KindTimeout, s3.KindThrottled, s3.KindServerError, s3.KindUnknown:
+	case s3.KindUnreachable, s3.KindTimeout, s3.KindThrottled, s3.KindServerError:
 		return true
+	case s3.KindUnknown:
+		// No answer, or one of the store's own 5xx; a 4xx the classifier does not
+		// know (Versity's 409 ObjectParentIsFile) is the key's and stays so.
+		return e.StatusCode == 0 || e.StatusCode >= 500
 	}
 	return false
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,8 @@ type shard struct {
 	transfers *semaphore.Weighted
 	buffers   sync.Pool // []byte of Limits.SmallObject, for objects read whole
 	eq        *equivalences
+	// tagCounts: the source sends x-amz-tagging-count (see meta).
+	tagCounts atomic.Bool
 
 	mu    sync.Mutex
 	cp    *Checkpoint
@@ -77,6 +80,7 @@ func RunShard(ctx context.Context, spec *Spec, index int, stores Stores, opts Op
 		log: opts.Log.WithValues("move", spec.MoveID, "shard", shardIndex, "pass", spec.Pass, "mode", spec.Mode),
 	}
 	s.transfers = semaphore.NewWeighted(int64(s.limits.Concurrency))
+	s.tagCounts.Store(spec.Source.SendsTagCount)
 	s.buffers.New = func() any { b := make([]byte, s.limits.SmallObject); return &b }
 
 	run, err := s.begin(ctx)
@@ -170,7 +174,12 @@ func (s *shard) end(runErr error) error {
 	s.mu.Lock()
 	now := s.opts.Now()
 	s.cp.Updated = now
-	if runErr == nil {
+	if errors.Is(runErr, errTooManyFailures) {
+		// Running the pass again would fail the same keys: it is over, and its
+		// failures say why the move cannot cut over.
+		s.cp.LastError, runErr = runErr.Error(), nil
+		s.cp.Phase, s.cp.Finished = PhaseDone, &now
+	} else if runErr == nil {
 		s.cp.Phase, s.cp.Finished, s.cp.Cursor = PhaseDone, &now, ""
 		if s.cp.Runs == 1 {
 			s.eq.prune() // every record still in use was consulted in this one run

@@ -55,6 +55,11 @@ type Bucket struct {
 	// moves among the shards.
 	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
 	Burst             int     `json:"burst,omitempty"`
+	// SendsTagCount says the store answers a GET of a tagged object with
+	// x-amz-tagging-count (AWS, SeaweedFS, Versity and RGW do), so an answer without it
+	// means no tags and saves a GetObjectTagging per object. Unset, the mover asks
+	// for every object's tags until the store has sent the header once.
+	SendsTagCount bool `json:"sendsTagCount,omitempty"`
 }
 
 // VersionsMode says which versions of each key a move copies.
