@@ -13,7 +13,7 @@ func TestSummarize(t *testing.T) {
 		{Shard: 0, Pass: 2, Mode: ModeFinal, Phase: PhaseDone, Verified: true, Started: t0, Updated: done, Finished: &done,
 			Counts: Counts{CopiedObjects: 10, CopiedBytes: 1000, ListedBytes: 1000}},
 		{Shard: 1, Pass: 2, Mode: ModeFinal, Phase: PhaseCopying, Started: t0, Updated: t0.Add(5 * time.Second), LastError: "source: unreachable",
-			Counts: Counts{CopiedObjects: 5, CopiedBytes: 500, ListedBytes: 600},
+			Counts:   Counts{CopiedObjects: 5, CopiedBytes: 500, ListedBytes: 600},
 			Failures: Failures{Count: 1, First: []Failure{{Key: "x", Reason: "source: AccessDenied"}}}},
 		{Shard: 2, Pass: 1, Mode: ModeCopy, Phase: PhaseDone},
 	}

@@ -30,22 +30,31 @@ func TestWritesDuringTheMoveAreKept(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { w.run(stop) })
-	// Copy passes while the writer runs, until two of them saw its writes.
-	for pass := 1; pass <= 2; pass++ {
+	// Copy passes while the writer runs, with writes between them, until one pass
+	// has deleted from the target what the writer deleted on the source after the
+	// previous pass copied it.
+	pass, deleted := 0, int64(0)
+	for pass < 2 || (deleted == 0 && pass < 8) {
+		pass++
+		before := w.count()
 		p := f.run(mover.ModeCopy, pass)
 		if p.Failures.Count != 0 {
 			t.Fatalf("copy pass %d: failures %s", pass, p.Failures)
 		}
+		deleted += p.Counts.Deleted
+		eventually(t, time.Minute, "the writer to write on after the pass", func() error {
+			if n := w.count() - before; n < 40 {
+				return fmt.Errorf("%d acknowledged requests since the pass began", n)
+			}
+			return nil
+		})
 	}
-	eventually(t, time.Minute, "the writer to have written through two passes", func() error {
-		if w.count() < 50 {
-			return fmt.Errorf("%d acknowledged requests", w.count())
-		}
-		return nil
-	})
 	close(stop)
 	wg.Wait()
-	p := f.run(mover.ModeFinal, 3)
+	p := f.run(mover.ModeFinal, pass+1)
+	if deleted += p.Counts.Deleted; deleted == 0 {
+		t.Error("no pass deleted anything from the target: the writer's deletes were never carried")
+	}
 	if !p.Verified {
 		t.Fatalf("final pass not verified: differences %s, failures %s", p.Differences, p.Failures)
 	}
@@ -74,7 +83,8 @@ func TestWritesDuringTheMoveAreKept(t *testing.T) {
 			t.Errorf("acknowledged delete of %s not on the target (HEAD: %v)", key, err)
 		}
 	}
-	t.Logf("writer: %d acknowledged writes, %d acknowledged deletes over %d keys; %d lost", w.writes, w.deletes, len(w.last), lost)
+	t.Logf("writer: %d acknowledged writes, %d acknowledged deletes over %d keys in %d passes (%d deletions carried); %d lost",
+		w.writes, w.deletes, len(w.last), pass+1, deleted, lost)
 	expectObjects(t, tgt, want)
 }
 

@@ -401,6 +401,8 @@ var contractCases = []contractCase{
 		observedTable.Set(t, s.kind, rowUploads, "yes")
 	}},
 
+	{"object data plane", objectDataContract},
+
 	{"steady state only reads", func(ctx context.Context, t *testing.T, s *store) {
 		b := s.bucket(t)
 		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))
