@@ -255,7 +255,9 @@ func (e *env) newMoverRuns(src, tgt storeBucket, id string) *moverRuns {
 	bucket := func(b storeBucket) mover.Bucket {
 		return mover.Bucket{Endpoint: b.srv.Endpoint, Region: b.srv.Region, ForcePathStyle: true, Bucket: b.bucket}
 	}
-	m.specs = mover.Spec{MoveID: id, Source: bucket(src), Target: bucket(tgt), Limits: mover.Limits{Concurrency: moveWorkers}}
+	source := bucket(src)
+	source.SendsTagCount = true // SeaweedFS does (internal/s3's contract case)
+	m.specs = mover.Spec{MoveID: id, Source: source, Target: bucket(tgt), Limits: mover.Limits{Concurrency: moveWorkers}}
 	return m
 }
 
