@@ -67,48 +67,37 @@ func (e *env) move() error {
 	fmt.Printf("   source: %d objects, %.0f MiB written in %s\n", objects, float64(bytes)/(1<<20), time.Since(begin).Round(time.Second))
 
 	results := map[string]*moveRun{}
+	var idle *moveRun
+	var pauses []float64
 	// rclone first, then one mover, then four: each into a bucket of its own, emptied
 	// (and RGW's garbage collected) before the next.
-	tgt := storeBucket{srv: rgw, bucket: "move-rclone"}
-	if err := tgt.create(ctx); err != nil {
+	err = into(ctx, rgw, "move-rclone", func(tgt storeBucket) error {
+		var err error
+		results["rclone"], err = runRclone(rclone, e.dir, src, tgt)
 		return err
+	})
+	if err == nil {
+		err = into(ctx, rgw, "move-one", func(tgt storeBucket) error {
+			m := e.newMoverRuns(src, tgt, "bench-one")
+			var err error
+			if results["mover"], err = m.copyAll(ctx, 1); err != nil {
+				return err
+			}
+			if idle, err = m.pass(ctx, mover.ModeVerify, 0); err != nil {
+				return err
+			}
+			pauses, err = m.finalPasses(ctx, src)
+			return err
+		})
 	}
-	if results["rclone"], err = runRclone(rclone, e.dir, src, tgt); err != nil {
-		return err
+	if err == nil {
+		err = into(ctx, rgw, "move-four", func(tgt storeBucket) error {
+			var err error
+			results["mover4"], err = e.newMoverRuns(src, tgt, "bench-four").copyAll(ctx, moveShards)
+			return err
+		})
 	}
-	if err := tgt.destroy(ctx); err != nil {
-		return err
-	}
-
-	tgt = storeBucket{srv: rgw, bucket: "move-one"}
-	if err := tgt.create(ctx); err != nil {
-		return err
-	}
-	m := e.newMoverRuns(src, tgt, "bench-one")
-	if results["mover"], err = m.copyAll(ctx, 1); err != nil {
-		return err
-	}
-	idle, err := m.pass(ctx, mover.ModeVerify, 0)
 	if err != nil {
-		return err
-	}
-	pauses, err := m.finalPasses(ctx, src)
-	if err != nil {
-		return err
-	}
-	if err := tgt.destroy(ctx); err != nil {
-		return err
-	}
-
-	tgt = storeBucket{srv: rgw, bucket: "move-four"}
-	if err := tgt.create(ctx); err != nil {
-		return err
-	}
-	m4 := e.newMoverRuns(src, tgt, "bench-four")
-	if results["mover4"], err = m4.copyAll(ctx, moveShards); err != nil {
-		return err
-	}
-	if err := tgt.destroy(ctx); err != nil {
 		return err
 	}
 
@@ -132,6 +121,19 @@ func (e *env) move() error {
 		"finalPassSeconds": pauses, "finalPassChanges": moveDelta,
 		"rcloneVersion": rcloneVersion(rclone),
 	})
+}
+
+// into runs copy into a new bucket of the target store, and empties and deletes the
+// bucket after it.
+func into(ctx context.Context, srv *testenv.S3Server, name string, copy func(storeBucket) error) error {
+	tgt := storeBucket{srv: srv, bucket: name}
+	if err := tgt.create(ctx); err != nil {
+		return err
+	}
+	if err := copy(tgt); err != nil {
+		return err
+	}
+	return tgt.destroy(ctx)
 }
 
 // finalPasses makes moveDelta changes on the source and runs a final pass, moveFinalRuns

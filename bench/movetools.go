@@ -183,7 +183,9 @@ func rcloneVersion(bin string) string {
 // runRclone copies src into tgt with `rclone sync` at the scenario's concurrency. The
 // remotes come from the environment (never the command line).
 func runRclone(bin, dir string, src, tgt storeBucket) (*moveRun, error) {
-	env := append(os.Environ(), "RCLONE_CONFIG="+filepath.Join(dir, "rclone-none.conf"))
+	// Only rclone's own settings: the AWS SDK in rclone reads AWS_* variables of the
+	// environment (a CA bundle it then fails to load into its transport, say).
+	env := []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "RCLONE_CONFIG=" + filepath.Join(dir, "rclone-none.conf")}
 	for name, b := range map[string]storeBucket{"SRC": src, "DST": tgt} {
 		provider := map[testenv.S3Kind]string{testenv.SeaweedFS: "SeaweedFS", testenv.RGW: "Ceph"}[b.srv.Kind]
 		p := "RCLONE_CONFIG_" + name + "_"
