@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -143,13 +140,7 @@ func moverFiles(t *testing.T, spec mover.Spec, src, tgt *testenv.S3Server) strin
 	for name, value := range mover.CredentialsData(credentialsOf(src), credentialsOf(tgt)) {
 		must(os.WriteFile(filepath.Join(creds, name), value, 0o600))
 	}
-	cfg := cp.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	must(clientcmd.WriteToFile(*kc, filepath.Join(dir, "kubeconfig")))
+	must(cp.WriteKubeconfig(filepath.Join(dir, "kubeconfig")))
 	return dir
 }
 

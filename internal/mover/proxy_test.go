@@ -1,13 +1,14 @@
 package mover_test
 
 import (
-	"errors"
 	"io"
 	"log"
-	"net"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -27,6 +28,9 @@ type countingProxy struct {
 	partsDone  int
 	held       int
 	release    chan struct{}
+	// scopes counts the regions requests were signed for (their SigV4 credential
+	// scope).
+	scopes map[string]int
 }
 
 func newCountingProxy(t *testing.T, target string) *countingProxy {
@@ -38,12 +42,11 @@ func newCountingProxy(t *testing.T, target string) *countingProxy {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a killed mover's requests end mid-way
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &countingProxy{URL: "http://" + ln.Addr().String(), partsAdmit: -1, release: make(chan struct{})}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &countingProxy{partsAdmit: -1, release: make(chan struct{}), scopes: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.scopes[signedRegion(r.Header.Get("Authorization"))]++
+		p.mu.Unlock()
 		part := r.Method == http.MethodPut && r.URL.Query().Has("partNumber") && r.URL.Query().Has("uploadId")
 		if part && p.hold() {
 			return
@@ -57,15 +60,11 @@ func newCountingProxy(t *testing.T, target string) *countingProxy {
 			p.partsDone++
 			p.mu.Unlock()
 		}
-	})}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	}))
+	p.URL = srv.URL
 	t.Cleanup(func() {
 		p.letGo()
-		_ = srv.Close()
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("proxy: %v", err)
-		}
+		srv.Close()
 	})
 	return p
 }
@@ -122,4 +121,24 @@ func (b *countingBody) Read(buf []byte) (int, error) {
 	b.p.forwarded += int64(n)
 	b.p.mu.Unlock()
 	return n, err
+}
+
+// signedRegion is the region of a SigV4 Authorization header's credential scope
+// ("Credential=<key>/<date>/<region>/s3/aws4_request"), "" without one.
+func signedRegion(auth string) string {
+	_, cred, ok := strings.Cut(auth, "Credential=")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(strings.SplitN(cred, ",", 2)[0], "/")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+func (p *countingProxy) signedRegions() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.scopes)
 }

@@ -201,17 +201,8 @@ func (c *client) HeadObject(ctx context.Context, bucket, key string, req ReadReq
 		if err != nil {
 			return err
 		}
-		info = ObjectInfo{
-			ObjectMeta: ObjectMeta{
-				ContentType: aws.ToString(out.ContentType), ContentEncoding: aws.ToString(out.ContentEncoding),
-				ContentLanguage: aws.ToString(out.ContentLanguage), ContentDisposition: aws.ToString(out.ContentDisposition),
-				CacheControl: aws.ToString(out.CacheControl), Expires: aws.ToString(out.ExpiresString), Metadata: out.Metadata,
-			},
-			ETag: unquote(aws.ToString(out.ETag)), VersionID: aws.ToString(out.VersionId), TagCount: -1,
-			PartsCount: aws.ToInt32(out.PartsCount), ContentLength: aws.ToInt64(out.ContentLength),
-			LastModified: aws.ToTime(out.LastModified),
-		}
-		info.Size = sizeOf(aws.ToString(out.ContentRange), info.ContentLength, req)
+		info = objectHeaders{out.ContentType, out.ContentEncoding, out.ContentLanguage, out.ContentDisposition, out.CacheControl,
+			out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, nil, out.ContentLength, out.LastModified}.info()
 		return nil
 	})
 	return info, err
@@ -320,26 +311,42 @@ func getInput(bucket, key string, req ReadRequest) *awss3.GetObjectInput {
 }
 
 func getInfo(out *awss3.GetObjectOutput) ObjectInfo {
+	return objectHeaders{out.ContentType, out.ContentEncoding, out.ContentLanguage, out.ContentDisposition, out.CacheControl,
+		out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, out.TagCount, out.ContentLength, out.LastModified}.info()
+}
+
+// objectHeaders are the headers of an object a GET and a HEAD both answer (a HEAD
+// no tag count), in the SDK's pointers.
+type objectHeaders struct {
+	contentType, contentEncoding, contentLanguage, contentDisposition, cacheControl, expires *string
+	etag, versionID, contentRange                                                            *string
+	metadata                                                                                 map[string]string
+	partsCount, tagCount                                                                     *int32
+	contentLength                                                                            *int64
+	lastModified                                                                             *time.Time
+}
+
+func (h objectHeaders) info() ObjectInfo {
 	info := ObjectInfo{
 		ObjectMeta: ObjectMeta{
-			ContentType: aws.ToString(out.ContentType), ContentEncoding: aws.ToString(out.ContentEncoding),
-			ContentLanguage: aws.ToString(out.ContentLanguage), ContentDisposition: aws.ToString(out.ContentDisposition),
-			CacheControl: aws.ToString(out.CacheControl), Expires: aws.ToString(out.ExpiresString), Metadata: out.Metadata,
+			ContentType: aws.ToString(h.contentType), ContentEncoding: aws.ToString(h.contentEncoding),
+			ContentLanguage: aws.ToString(h.contentLanguage), ContentDisposition: aws.ToString(h.contentDisposition),
+			CacheControl: aws.ToString(h.cacheControl), Expires: aws.ToString(h.expires), Metadata: h.metadata,
 		},
-		ETag: unquote(aws.ToString(out.ETag)), VersionID: aws.ToString(out.VersionId), TagCount: -1,
-		PartsCount: aws.ToInt32(out.PartsCount), ContentLength: aws.ToInt64(out.ContentLength),
-		LastModified: aws.ToTime(out.LastModified),
+		ETag: unquote(aws.ToString(h.etag)), VersionID: aws.ToString(h.versionID), TagCount: -1,
+		PartsCount: aws.ToInt32(h.partsCount), ContentLength: aws.ToInt64(h.contentLength),
+		LastModified: aws.ToTime(h.lastModified),
 	}
-	if out.TagCount != nil {
-		info.TagCount = *out.TagCount
+	if h.tagCount != nil {
+		info.TagCount = *h.tagCount
 	}
-	info.Size = sizeOf(aws.ToString(out.ContentRange), info.ContentLength, ReadRequest{})
+	info.Size = sizeOf(aws.ToString(h.contentRange), info.ContentLength)
 	return info
 }
 
 // sizeOf is the whole object's size: the total of Content-Range ("bytes 0-9/42") when
 // the answer was partial, else the body's length.
-func sizeOf(contentRange string, length int64, _ ReadRequest) int64 {
+func sizeOf(contentRange string, length int64) int64 {
 	if i := strings.LastIndexByte(contentRange, '/'); i >= 0 {
 		var total int64
 		if _, err := fmt.Sscan(contentRange[i+1:], &total); err == nil {
