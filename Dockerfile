@@ -17,6 +17,22 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/bucketkeeper
 
+# The kubectl plugin (kubectl bucketkeeper), shipped beside the image: built from the
+# same sources for the same platforms with
+#   docker build --target plugin --platform linux/arm64 --output type=local,dest=dist/ .
+# A plain docker build stops at the image and never builds these two stages. krew's
+# archives (plugins/bucketkeeper.yaml) come from make plugin-dist, without Docker.
+FROM builder AS plugin-builder
+ARG TARGETOS=linux
+ARG TARGETARCH
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    cd cmd/kubectl-bucketkeeper && go mod download && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags="-s -w" -o /out/kubectl-bucketkeeper .
+
+FROM scratch AS plugin
+COPY --from=plugin-builder /out/kubectl-bucketkeeper /kubectl-bucketkeeper
+
 FROM gcr.io/distroless/static:nonroot
 COPY --from=builder /out/manager /manager
 USER 65532:65532

@@ -6,36 +6,38 @@ SHELL := /usr/bin/env bash
 GO ?= go
 export GO
 # Every build here but the race detector's is static (CGO_ENABLED=0), as the release
-# image's (Dockerfile) and the test peers' (hack/peers/build.sh) are: the build cache keys
-# each compiled package by it, so vet, the test binaries, the peers and the install test's
-# manager image share one compile of every package they have in common. With cgo on here,
-# the image alone compiled some 1,200 packages a second time (536 CPU seconds). The race
-# detector needs cgo; RACE_GO turns it back on for the -race builds only.
+# image's and the test peers' are, so they share one compile of every package they have in
+# common (DEVELOPMENT.md, "How make test runs"). RACE_GO turns cgo back on for -race.
 export CGO_ENABLED := 0
 RACE_GO := CGO_ENABLED=1 $(GO)
+# The make that hack/test.sh runs make test's build steps with.
+TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
-RACE_PKGS := ./internal/... ./cmd/...
+RACE_PKGS := ./internal/... ./cmd/... ./test/integration/
+# The API reference, written from the Go types of api/v1alpha1 by elastic/crd-ref-docs,
+# pinned in the nested module hack/crd-ref-docs.
+API_DOCS := docs/reference/api.md
 # Generated files that `make verify` checks are up to date.
 GENERATED := config/crd/bases config/rbac/role.yaml api/v1alpha1/zz_generated.deepcopy.go charts/bucketkeeper/crds \
-	charts/bucketkeeper/files
+	charts/bucketkeeper/files $(API_DOCS)
 # make test builds its test binaries once into TEST_BIN (hack/test-bin.sh) and its suites run
-# them with TEST_RUN's flags. -ldflags=-w: test binaries without DWARF link about a quarter
-# faster (the race-built controller suite: 7.7 s instead of 10 s); stack traces come from
-# the symbol table, which stays.
+# them with TEST_RUN's flags. -ldflags=-w: test binaries without DWARF link faster; stack
+# traces come from the symbol table, which stays.
 TEST_BIN := bin/tests
 TEST_BUILD := -ldflags=-w
 TEST_RUN := -test.v=true -test.count=1 -test.timeout=30m
-# make test vets every module (go vet, all its analyzers) in a suite beside the tests, so
-# its go test commands leave out go test's own vet: a subset of the same analyzers, which go
-# test runs again on every dependency too (for their facts), once for each way the packages
-# are compiled (plain, -race, fuzz-instrumented), as vet results are keyed by the compile.
+# make test vets every module in a suite beside the tests, so its go test commands leave
+# out go test's own vet (DEVELOPMENT.md says why).
 TEST_VET := -vet=off
-# The operator module's packages that run without the race detector.
-PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/)
+# The operator module's packages that run without the race detector, but the soak.
+PLAIN_PKGS = $$($(GO) list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)
+# The soak (test/soak): its short form runs in make test as a suite of its own, as it
+# mostly waits on the operator settling; make soak runs its long form.
+SOAK_PKG := ./test/soak/
 
 .PHONY: all
-all: build
+all: build ## Build the manager (the default).
 
 ##@ Generation
 
@@ -53,25 +55,29 @@ manifests: ## Generate CRDs and RBAC from the +kubebuilder markers; copy CRDs, a
 generate: ## Generate DeepCopy methods.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+.PHONY: api-docs
+api-docs: ## Write docs/reference/api.md from the Go types of api/v1alpha1.
+	@cd hack/crd-ref-docs && $(GO) tool crd-ref-docs --log-level=ERROR --config=config.yaml --renderer=markdown \
+	  --source-path=../../api/v1alpha1 --output-path=../../$(API_DOCS)
+
+.PHONY: docs
+docs: api-docs ## Write docs/' generated parts: the API reference, and the performance tables from bench/results.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestBenchFigures$$' ./test/docs/
+
 ##@ Checks
 
 .PHONY: fmt
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
-# Nested modules: their dependencies (Versity, Helm, kustomize, plotting, the vet tool's
-# golang.org/x/tools) stay out of the operator's module.
-NESTED := cmd/bucketkeeper-dev test/manifests bench hack/vettool
+# Nested modules: their dependencies (Versity, Helm, kustomize, the kubectl plugin's
+# cli-runtime, plotting, the vet tool's golang.org/x/tools) stay out of the operator's
+# module.
+NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool
 
-# Vetting a module compiles every package it imports. The operator's module goes first:
-# the nested modules import most of its packages, and separate go commands started side by
-# side each compile a package neither has in the build cache yet, so on a cold cache a
-# side-by-side start compiled the shared thousand packages three times over. Once those are
-# cached, the nested modules (mostly loading, not the CPU) are vetted side by side.
-#
-# go vet runs with hack/vettool: go vet's own analyzers, minus the facts of the other
-# modules' packages, which no diagnostic about our code needs and which cost most of vet's
-# CPU on an empty cache (see its doc comment).
+# The operator's module is vetted first, then the nested modules side by side, with
+# hack/vettool: go vet's own analyzers, minus the facts of the other modules' packages,
+# which no diagnostic about our code needs (see its doc comment and DEVELOPMENT.md).
 VETTOOL := $(CURDIR)/bin/vettool
 .PHONY: vet
 vet: ## go vet every module of ours (and the benchmark baseline's build-tagged files).
@@ -87,104 +93,75 @@ check-shared-deps: ## Fail when two of our modules compile a dependency at diffe
 	@hack/check-shared-deps.sh $(GO)
 
 .PHONY: verify
-verify: check-shared-deps vet verify-generated ## Fail when generated files are stale, code is not gofmt'ed or vet finds a problem, or modules disagree on a dependency.
+verify: check-shared-deps vet verify-generated ## Fail on stale generated files, gofmt, go vet findings or modules disagreeing on a dependency.
 	@echo "verify: generated files up to date, gofmt and vet clean, shared dependencies at one version"
 
 # verify-generated is verify's check of the generated files and of gofmt. make test runs it
 # before its suites, which read the CRDs, RBAC and chart files it regenerates, and runs vet
 # beside them: vet reads only the sources.
 .PHONY: verify-generated
-verify-generated:
+verify-generated: ## Fail when a generated file is stale (and regenerate it) or code is not gofmt'ed.
 	@unformatted=$$(git ls-files --cached --others --exclude-standard '*.go' | xargs -r gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run make fmt):"; echo "$$unformatted"; exit 1; fi
 	@before=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
-	$(MAKE) --no-print-directory -s manifests generate; \
+	$(MAKE) --no-print-directory -s manifests generate api-docs; \
 	after=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
 	if [ "$$before" != "$$after" ]; then \
 	  echo "generated files were stale; they are regenerated now: review and commit them"; \
 	  diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
-##@ Build and test
+##@ Build, run and test
 
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper) into bin/.
 	$(GO) build -o bin/ ./cmd/...
+	cd cmd/kubectl-bucketkeeper && $(GO) build -o $(CURDIR)/bin/ .
+
+# VERSION names the plugin's release archives.
+VERSION ?= dev
+.PHONY: plugin-dist
+plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS into dist/ (VERSION=vX.Y.Z).
+	GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
 
 .PHONY: peers
-peers: ## Build the real test peers (kube-apiserver, etcd, SeaweedFS, Versity, kube-node, the Ceph RGW, moto and node roots) if missing.
+peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the node) if missing.
 	hack/peers/build.sh
 
 # Each suite's output goes to its own log here; the logs are printed as suites finish.
 TEST_LOGS ?= bin/test-logs
-# The controller tests that mostly wait (on sync and probe intervals, SeaweedFS's
-# once-a-minute quota check, managers killed and restarted) run in a test process of
-# their own, beside the others, so that the other process is not the last to end: -run
-# and -skip take the same pattern, so a test left off or misspelt here still runs, with
-# the rest.
-CONTROLLER_WAITING := ^(TestStatusEconomy|TestStoreOutage|TestStalledObjectSendsNoRequestStorm|TestVanishedBucketIsReportedAndRecreated|TestDriftIsCorrected|TestEquivalentPolicyIsNotRewritten|TestOwnershipMatrix|TestCredentialsProblemsAndRecovery|TestBucketAccessRotationSurvivesManagerKills|TestQuotaOnSeaweedFS|TestUsageFollowsWritesAndDeletes)$$
+# The integration tests that mostly wait (on sync and probe intervals, SeaweedFS's quota
+# check, managers killed and restarted) are named TestPaced... and run in a test process
+# of their own, beside the others (test/integration/doc.go).
+PACED_TESTS := ^TestPaced
 
 # The install test (a real node, the chart and config/default as Pods) mostly waits on
-# Pods: it runs beside the other suites, not after the rest of test/manifests.
+# Pods: it runs as a suite of its own.
 INSTALL_TESTS := ^TestInstall$$
 
-# test builds the peers in the background while it checks the generated files and compiles
-# the test binaries (different packages, so nothing is compiled twice, and the peers'
-# single-threaded links overlap with compiling), then runs the suites side by side on warm
-# binaries, go vet among them. Every peer is built before the suites start: kube-node,
-# built by the install suite beside the others instead, took 731 s there against some 220 s
-# before them on an empty cache, and made that suite the last by almost four minutes, as the
-# suites leave no CPU idle.
+# test's program is hack/test.sh (DEVELOPMENT.md, "How make test runs", says what it does
+# and why); the variables above are its settings. Only make test compiles without DWARF:
+# make build and make dev keep the debug information a debugger reads.
 .PHONY: test
-# make test's compiles write no DWARF (debug information): its test binaries are linked
-# without it (-ldflags=-w, TEST_BUILD) and the peers stripped, so it was only ever thrown
-# away, and writing it is a quarter of the compile's CPU (421 against 322 CPU seconds for
-# client-go and controller-runtime on an empty cache). Stack traces and race reports come
-# from the symbol table, which stays. The peers are compiled with the same flag
-# (hack/peers/build.sh), and the binaries the tests build inherit it, so the packages they
-# share are still compiled once. Only make test sets it: make build and make dev keep the
-# debug information a debugger reads.
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
-test: ## Run every test against the real peers (built on first use).
-	@mkdir -p bin; hack/peers/build.sh >bin/peers.out 2>bin/peers.log & peers=$$!; \
-	rc=0; for step in test-binaries-race check-shared-deps verify-generated test-binaries; do \
-	  start=$$SECONDS; $(MAKE) --no-print-directory $$step || { rc=$$?; break; }; \
-	  echo ">> $$step took $$((SECONDS - start))s"; \
-	done; \
-	wait $$peers || { echo ">> building the peers failed:"; cat bin/peers.log; exit 1; }; \
-	cat bin/peers.log; [ $$rc = 0 ] || exit $$rc; \
-	bin=$$(tail -n1 bin/peers.out); export BUCKETKEEPER_PEERS_BIN=$$bin; \
-	echo ">> peers in $$bin after $${SECONDS}s"; \
-	hack/run-suites.sh $(TEST_LOGS) \
-	  race 'hack/test-bin.sh run $(TEST_BIN)/race $(TEST_RUN) -test.skip "$(CONTROLLER_WAITING)" -- $(RACE_PKGS)' \
-	  race-waiting 'hack/test-bin.sh run $(TEST_BIN)/race $(TEST_RUN) -test.run "$(CONTROLLER_WAITING)" -- ./internal/controller/' \
-	  rest 'hack/test-bin.sh run $(TEST_BIN)/main $(TEST_RUN) -- $(PLAIN_PKGS)' \
-	  install 'cd test/manifests && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/test-manifests $(TEST_RUN) -test.run "$(INSTALL_TESTS)" -- .' \
-	  nested 'rc=0; \
-	    (cd test/manifests && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/test-manifests $(TEST_RUN) -test.skip "$(INSTALL_TESTS)" -- ./...) || rc=1; \
-	    $(foreach m,$(filter-out test/manifests,$(NESTED)),(cd $(m) && $(CURDIR)/hack/test-bin.sh run $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_RUN) -- ./...) || rc=1;) \
-	    exit $$rc' \
-	  fuzz '$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
-	  vet '$(MAKE) --no-print-directory vet'
+test: ## Run every test against the real peers (built on first use): hack/test.sh.
+	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
+	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
+	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
 
 # test-binaries-race builds the race-instrumented test binaries first, beside
-# kube-apiserver's build: nothing else compiles their packages, while vet and the plain
-# test binaries reuse much of what kube-apiserver compiles (hack/peers/build.sh) once it has.
+# kube-apiserver's build: nothing else compiles their packages.
 .PHONY: test-binaries-race
-test-binaries-race:
+test-binaries-race: ## Build the race-instrumented test binaries into TEST_BIN (a step of make test).
 	@echo ">> building the race-instrumented test binaries"
 	@CGO_ENABLED=1 hack/test-bin.sh build $(TEST_BIN)/race -race $(TEST_BUILD) $(TEST_VET) -- $(RACE_PKGS)
 
-# test-binaries builds every plain test binary the suites run (make test runs
-# test-binaries-race, for the race-instrumented ones, first), one go command at a time:
-# the suites start side by side, and two go commands compiling the same packages at once
-# each compile them. Each binary is linked into TEST_BIN once, and again only when one of
-# its packages changed (hack/test-bin.sh): go test would link each one on every run, the
-# race-built controller suite twice (two suites run it): 118 CPU seconds of a warm
-# make test.
+# test-binaries builds every plain test binary the suites run, one go command at a time
+# (two go commands compiling the same packages at once each compile them); each is linked
+# again only when one of its packages changed (hack/test-bin.sh).
 .PHONY: test-binaries
-test-binaries:
+test-binaries: ## Build the plain test binaries of every module into TEST_BIN (a step of make test).
 	@echo ">> building the test binaries"
-	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS)
+	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS) $(SOAK_PKG)
 	@$(foreach m,$(NESTED),(cd $(m) && $(CURDIR)/hack/test-bin.sh build $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_BUILD) $(TEST_VET) -- ./...) &&) true
 
 # fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs
@@ -196,24 +173,38 @@ fuzz_cmds = rc=0; \
 	exit $$rc
 
 .PHONY: fuzz
-fuzz: ## Short fuzzing runs of the bucket-name derivation, the policy guardrail and the webhook handler.
+fuzz: ## Short fuzzing runs of the bucket names, the policy guardrail and the webhook handler.
 	@$(call fuzz_cmds,)
 
 .PHONY: store-table
-store-table: ## Write the README's store tables from what the real stores answer in the S3 and IAM contract tests, the e2e tenant suite and the quota tests.
+store-table: ## Write docs/stores.md's store tables from what the real stores answer in the tests.
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestUsageFollowsWritesAndDeletes)$$' ./internal/controller/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes|TestObjectLock[A-Za-z]*|TestPacedObjectLock[A-Za-z]*)$$' ./test/integration/
+
+.PHONY: reasons-doc
+reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestReasonsDoc$$' ./internal/remedy/
+
+# The soak's long form: random operations, SIGKILLs and store outages for SOAK_DURATION,
+# the invariant checker after every round; its summary goes to bench/results/soak.json
+# and soak.md, to be committed. SOAK_SEED replays a seed.
+SOAK_DURATION ?= 30m
+.PHONY: soak
+soak: ## The long soak (SOAK_DURATION, default 30m; SOAK_SEED replays one): bench/results/soak.{json,md}; not in make test.
+	BUCKETKEEPER_SOAK_DURATION=$(SOAK_DURATION) BUCKETKEEPER_SOAK_RESULTS=$(CURDIR)/bench/results \
+	  $(if $(SOAK_SEED),BUCKETKEEPER_SOAK_SEED=$(SOAK_SEED)) \
+	  $(GO) test -count=1 -v -timeout 3h -run '^TestSoak$$' $(SOAK_PKG)
 
 .PHONY: dev
 dev: ## Run bucketkeeper on this machine: real control plane, embedded S3, the samples.
 	cd cmd/bucketkeeper-dev && $(GO) run . $(DEV_FLAGS)
 
 .PHONY: bench
-bench: ## Measure convergence, probing, change latency, memory and outage cost (BENCH_N, BENCH_SCENARIOS).
+bench: ## Measure convergence, probing, memory, outage and failover (BENCH_N, BENCH_SCENARIOS); not in make test.
 	cd bench && $(GO) run .
 
 .PHONY: help
-help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+help: ## List the targets, one line each.
+	@awk 'BEGIN {FS = ":.*## "} /^##@/ { printf "\n%s\n", substr($$0, 5) } /^[a-zA-Z_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

@@ -157,7 +157,9 @@ type BucketAccess struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   BucketAccessSpec   `json:"spec"`
+	// Spec is what the application asks for: its buckets, its Secret, its rotation.
+	Spec BucketAccessSpec `json:"spec"`
+	// Status is what the operator did: the identity, the key in the Secret, the rotation.
 	Status BucketAccessStatus `json:"status,omitempty"`
 }
 

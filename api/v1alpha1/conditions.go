@@ -73,14 +73,23 @@ const (
 	// bucketNamePrefix and guardrails.allowAnyBucketName is off, or would create a
 	// bucket outside the namespace's lane (guardrails.allowBucketNamesOutsideNamespace).
 	ReasonBucketNameNotAllowed = "BucketNameNotAllowed"
-	// ReasonPublicAccessNotAllowed: publicAccess: Allowed, or a policy granting an
-	// anonymous or wildcard principal, without guardrails.allowPublicBuckets.
+	// ReasonPublicAccessNotAllowed: publicAccess: Allowed, or a policy granting a
+	// principal that is not one specific identity (anonymous, a wildcard, a form the
+	// guardrail does not know), without guardrails.allowPublicBuckets.
 	ReasonPublicAccessNotAllowed = "PublicAccessNotAllowed"
 	// ReasonPolicyNotAllowed: the policy breaks the strict grammar (an unknown,
-	// case-variant or repeated key, say), a statement reaches beyond this bucket, an
-	// Allow grants an action that is not a data-plane one, or the policy is larger
-	// than S3 accepts. The message names the key, statement or action.
+	// case-variant or repeated key, say), a statement reaches beyond this bucket or
+	// names an action that is not a data-plane one (an Allow or a Deny), a Deny uses
+	// NotPrincipal, an Allow names an account outside guardrails.policyPrincipalAccounts,
+	// or the policy is larger than S3 accepts. The message names the key, statement,
+	// action or principal.
 	ReasonPolicyNotAllowed = "PolicyNotAllowed"
+	// ReasonWithdrawalRefused: a guardrail refuses the claim (PublicAccessNotAllowed or
+	// PolicyNotAllowed), and the store refused the operator's removal of what it
+	// forbids from the bucket (the public-access block, the policy): what the store
+	// did not let it remove is still there. The message names the bucket, the calls
+	// refused and the guardrail's own refusal; the store admin removes it by hand.
+	ReasonWithdrawalRefused = "WithdrawalRefused"
 	// ReasonDeletionPolicyNotAllowed: the deletionPolicy is not among the store's
 	// guardrails.allowedDeletionPolicies.
 	ReasonDeletionPolicyNotAllowed = "DeletionPolicyNotAllowed"
@@ -89,11 +98,24 @@ const (
 	// ReasonQuotaNotAllowed: spec.quota exceeds the store's guardrails.quota.max, or
 	// sets a limit below one byte or object.
 	ReasonQuotaNotAllowed = "QuotaNotAllowed"
+	// ReasonObjectLockNotAllowed: spec.objectLock asks for a default retention mode
+	// outside the store's guardrails.objectLock.allowedModes (Compliance, by default),
+	// or for a retention longer than its guardrails.objectLock.maxRetentionDays.
+	ReasonObjectLockNotAllowed = "ObjectLockNotAllowed"
+	// ReasonDeletionBlocked: the deletion policy deleted what it could, and the rest of
+	// the bucket is object versions under a retention or legal hold; the message says
+	// until when, and when the claim stops waiting (status.deletionBlocked).
+	ReasonDeletionBlocked = "DeletionBlocked"
 	// ReasonAdminAPIUnavailable: the store's adminAPI does not answer, or refuses the
 	// operator's admin identity.
 	ReasonAdminAPIUnavailable = "AdminAPIUnavailable"
 	// ReasonOwnedByAnotherCluster: the bucket carries another cluster's tag.
 	ReasonOwnedByAnotherCluster = "OwnedByAnotherCluster"
+	// ReasonCreateUnanswered: a deletion waits because a CreateBucket of this claim
+	// went unanswered (a timeout, a dropped connection, a server error) and the store
+	// may still carry it out; "the bucket is not there" proves nothing until it no
+	// longer can. The message says until when; the deletion then checks again.
+	ReasonCreateUnanswered = "CreateUnanswered"
 
 	// Reasons of BucketAccess and of AccessProviderReady.
 	ReasonAccessProviderUnavailable = "AccessProviderUnavailable"
@@ -117,4 +139,12 @@ const (
 	EventReasonBucketLeftAlone   = "BucketLeftAlone"
 	EventReasonBucketNotReleased = "BucketNotReleased"
 	EventReasonBucketAbandoned   = "BucketAbandoned"
+	// EventReasonBucketAbsent: the store answered that the bucket does not exist, at a
+	// moment when no CreateBucket of the claim could still make it: nothing to delete.
+	EventReasonBucketAbsent = "BucketAbsent"
+
+	// EventReasonReceiverKeyInvalid: a Secret labelled as a probe-webhook key is
+	// malformed (no or a short HMAC key, no or an invalid namespace list) and is not
+	// used; the Warning, on the Secret, says what is wrong, never the key.
+	EventReasonReceiverKeyInvalid = "ReceiverKeyInvalid"
 )

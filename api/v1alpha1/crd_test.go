@@ -2,23 +2,27 @@ package v1alpha1_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/guardrail"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// TestSamplesAreAccepted applies every document under config/samples: what the README
-// tells people to copy must pass admission.
+// TestSamplesAreAccepted applies every document under config/samples: what the docs
+// tell people to copy must pass admission, and a sample's bucket policy the guardrails
+// of a store that allows no public buckets.
 func TestSamplesAreAccepted(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -38,12 +42,32 @@ func TestSamplesAreAccepted(t *testing.T) {
 				if err := k8s.Create(testCtx(t), obj, client.DryRunAll); err != nil {
 					t.Fatalf("sample rejected: %v", err)
 				}
+				assertPolicyPasses(t, obj)
 			})
 			applied++
 		}
 	}
 	if applied < 3 {
 		t.Fatalf("only %d sample objects found; want the ObjectStore and two StorageBuckets", applied)
+	}
+}
+
+// assertPolicyPasses fails unless a StorageBucket's policy, if it has one, passes the
+// guardrails of a store that allows no public buckets.
+func assertPolicyPasses(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	policy, ok, _ := unstructured.NestedMap(obj.Object, "spec", "policy")
+	if obj.GetKind() != "StorageBucket" || !ok {
+		return
+	}
+	bucket, _, _ := unstructured.NestedString(obj.Object, "spec", "bucketName")
+	doc, err := json.Marshal(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := guardrail.InspectPolicy(doc, bucket, nil)
+	if err != nil || report.Public != "" {
+		t.Errorf("the guardrails refuse the sample's policy: %v (public: %s %s)", err, report.Public, report.PublicPrincipal)
 	}
 }
 
@@ -104,6 +128,11 @@ func TestDefaultsAreApplied(t *testing.T) {
 	if g.AdoptionAllowedNamespaces != nil || g.AllowAnyBucketName || g.AllowPublicBuckets ||
 		!slices.Equal(g.AllowedDeletionPolicies, []bkv1.DeletionPolicy{bkv1.DeletionPolicyRetain, bkv1.DeletionPolicyDelete, bkv1.DeletionPolicyPurge}) {
 		t.Errorf("guardrail defaults: %+v", g)
+	}
+	// Object lock: Governance only, no bypass by a Purge, a blocked deletion waits a day.
+	if l := g.ObjectLock; !slices.Equal(l.AllowedModes, []bkv1.ObjectLockMode{bkv1.ObjectLockGovernance}) || l.MaxRetentionDays != nil ||
+		l.PurgeMayBypassGovernance || l.ReleaseBlockedDeletionAfter == nil || l.ReleaseBlockedDeletionAfter.Duration != 24*time.Hour {
+		t.Errorf("object lock guardrail defaults: %+v", l)
 	}
 
 	// S3's tag character set: letters of any script, digits, spaces and _ . : / = + - @.

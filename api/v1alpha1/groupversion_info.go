@@ -1,6 +1,7 @@
 // Package v1alpha1 contains the bucketkeeper.io/v1alpha1 API: ObjectStore, the
-// cluster-scoped connection to an S3-compatible store that a platform team owns, and
-// StorageBucket, the namespaced claim for one bucket on it that an application owns.
+// cluster-scoped connection to an S3-compatible store that a platform team owns;
+// StorageBucket, the namespaced claim for one bucket on it that an application owns; and
+// BucketAccess, an application's own key to StorageBuckets of its namespace.
 //
 // +kubebuilder:object:generate=true
 // +groupName=bucketkeeper.io

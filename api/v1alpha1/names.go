@@ -32,6 +32,13 @@ const (
 	// cannot be written back, so they are kept on the bucket and never sent.
 	SystemTagPrefix = "aws:"
 
+	// TagDeletionBlocked marks a bucket its StorageBucket's deletion policy could not
+	// finish because object versions on it were locked, and which was therefore kept
+	// (and released) after the store's guardrails.objectLock.releaseBlockedDeletionAfter.
+	// Its value says the policy and until when the versions found were locked, for the
+	// store's admin who finishes the job.
+	TagDeletionBlocked = "bucketkeeper.io/deletion-blocked"
+
 	// ReservedTagPrefix is the tag-key prefix users may not set themselves.
 	ReservedTagPrefix = "bucketkeeper.io/"
 
@@ -122,6 +129,25 @@ const LabelMove = "bucketkeeper.io/move"
 // MoveCheckpointPrefix begins the name of a move's checkpoint ConfigMaps:
 // bucketkeeper-move-<move ID>-<shard>, and -plan for its plan.
 const MoveCheckpointPrefix = "bucketkeeper-move-"
+
+// A namespaced key of the probe webhook is a Secret the platform team writes in the
+// operator's namespace (--receiver-keys-namespace), labelled
+// LabelSecretRole=SecretRoleReceiverKey. Its name is the key's id, which callers send
+// in the X-Bucketkeeper-Key-Id header; ReceiverKeySecretKey holds the HMAC key and
+// AnnotationReceiverNamespaces the namespaces whose StorageBuckets the key may probe.
+// Only that one namespace is watched for them, so a tenant that labels a Secret of
+// its own namespace so makes no key.
+const (
+	// SecretRoleReceiverKey marks a Secret as a namespaced key of the probe webhook.
+	SecretRoleReceiverKey = "receiver-key"
+	// ReceiverKeySecretKey is the data key holding the HMAC key (at least 16 bytes;
+	// trailing newlines are trimmed).
+	ReceiverKeySecretKey = "secret"
+	// AnnotationReceiverNamespaces lists, comma-separated, the namespaces whose
+	// StorageBuckets the key may probe, e.g. "team-a,team-a-staging". A key that names
+	// none, or a name that is not a valid namespace name, is not loaded.
+	AnnotationReceiverNamespaces = "bucketkeeper.io/receiver-namespaces"
+)
 
 // StoreLeasePrefix begins the name of the Lease (coordination.k8s.io, in the
 // operator's namespace) through which operator deployments sharding the buckets

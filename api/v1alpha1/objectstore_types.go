@@ -183,9 +183,31 @@ type StoreGuardrails struct {
 	AllowBucketNamesOutsideNamespace bool `json:"allowBucketNamesOutsideNamespace,omitempty"`
 
 	// AllowPublicBuckets lets StorageBuckets set publicAccess: Allowed and bucket
-	// policies that grant an anonymous or wildcard principal ("*", {"AWS": "*"}).
+	// policies whose Allow statements grant a principal that is not one specific
+	// identity: "*", {"AWS": "*"}, NotPrincipal, no Principal, and every principal of
+	// a form the guardrail does not know to name one identity (an ARN with an empty
+	// account, which Ceph RGW reads as its anonymous user; "anonymous"; CanonicalUser,
+	// Federated and Service principals). Specific are: arn:aws:iam::<account>:root,
+	// :user/<name> and :role/<name> with an account, a bare AWS or RGW account ID, and
+	// a bare name listed in policyPrincipalAccounts.
 	// +optional
 	AllowPublicBuckets bool `json:"allowPublicBuckets,omitempty"`
+
+	// PolicyPrincipalAccounts are the store's own accounts, as its principals name
+	// them (the account in arn:aws:iam::<account>:user/<name>): AWS account IDs, Ceph
+	// RGW tenants or account IDs, SeaweedFS account IDs. When set, an Allow in a
+	// bucket policy may name specific principals of these accounts only (anything
+	// else is refused, PolicyNotAllowed), and a bare principal equal to one of them
+	// counts as that account. Absent, a specific principal of any account is accepted.
+	// Set it on AWS, where an account ID may be anyone's, to keep tenants from
+	// granting their data to accounts outside the organisation.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(a, a.lowerAscii() != 'anonymous')",message="guardrails.policyPrincipalAccounts cannot list anonymous: it names no account, but every caller"
+	PolicyPrincipalAccounts []string `json:"policyPrincipalAccounts,omitempty"`
 
 	// AllowRebindToRecreatedNamespace lets a retained bucket re-bind to a claim of the
 	// same namespace name and claim name in a namespace created since (another UID).
@@ -210,6 +232,72 @@ type StoreGuardrails struct {
 	// name none, and a limit no claim may exceed. Claims cannot raise either.
 	// +optional
 	Quota *StoreQuota `json:"quota,omitempty"`
+
+	// ObjectLock bounds what StorageBuckets may ask of S3 Object Lock on this store,
+	// and what their deletion does with locked object versions.
+	// +optional
+	// +kubebuilder:default={}
+	ObjectLock ObjectLockGuardrails `json:"objectLock,omitempty"`
+}
+
+// ObjectLockGuardrails are the store admin's limits on object lock. A claim asking for
+// more is refused (Stalled, reason ObjectLockNotAllowed) before anything is sent to the
+// store; a suspended claim is checked too.
+type ObjectLockGuardrails struct {
+	// AllowedModes are the default-retention modes a StorageBucket may ask for.
+	// Governance (the default) keeps data from the application's keys, yet the store's
+	// admin (an identity with s3:BypassGovernanceRetention) can still delete it.
+	// Compliance cannot be lifted by anyone, the admin included, until the retention
+	// ends: allowing it lets tenants make data, and its cost, that nobody can delete
+	// for as long as they ask (up to maxRetentionDays). Allowing Compliance also lets
+	// the keys of locked buckets set their objects' own retention (s3:PutObjectRetention),
+	// which no store tested can limit to one mode or period.
+	// +optional
+	// +listType=set
+	// +kubebuilder:default={Governance}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	AllowedModes []ObjectLockMode `json:"allowedModes,omitempty"`
+
+	// MaxRetentionDays is the longest default retention a StorageBucket may ask for, in
+	// days (a year counts 365). Absent: S3's own limit, 100 years.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=36500
+	MaxRetentionDays *int32 `json:"maxRetentionDays,omitempty"`
+
+	// PurgeMayBypassGovernance lets deletionPolicy Purge delete object versions locked
+	// in Governance mode, with the operator's s3:BypassGovernanceRetention. Off (the
+	// default), a Purge deletes what is not locked and waits for the rest. Compliance
+	// is never bypassed: no store allows it.
+	// +optional
+	PurgeMayBypassGovernance bool `json:"purgeMayBypassGovernance,omitempty"`
+
+	// ReleaseBlockedDeletionAfter is how long a deletion blocked by locked object
+	// versions keeps its StorageBucket (and so its namespace) waiting. Then the bucket
+	// is kept as with deletionPolicy Retain, its locked versions on it, tagged
+	// bucketkeeper.io/deletion-blocked for the store's admin, and the StorageBucket
+	// goes. 0s releases it at once.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="guardrails.objectLock.releaseBlockedDeletionAfter must be a duration such as 0s, 24h or 720h"
+	ReleaseBlockedDeletionAfter *metav1.Duration `json:"releaseBlockedDeletionAfter,omitempty"`
+}
+
+// ModeAllowed says whether a StorageBucket may ask for a default retention of mode m.
+// An empty list (an object written before the field existed) allows Governance only,
+// like the default.
+func (g *ObjectLockGuardrails) ModeAllowed(m ObjectLockMode) bool {
+	if len(g.AllowedModes) == 0 {
+		return m == ObjectLockGovernance
+	}
+	for _, allowed := range g.AllowedModes {
+		if allowed == m {
+			return true
+		}
+	}
+	return false
 }
 
 // StoreQuota bounds the quotas of a store's buckets.
@@ -245,10 +333,29 @@ type AccessProviderType string
 
 // Access provider types.
 const (
-	AccessProviderIAM    AccessProviderType = "IAM"
+	// AccessProviderIAM issues one IAM user and key per BucketAccess, scoped to its
+	// buckets, through the store's IAM API: for stores shared by several tenants.
+	AccessProviderIAM AccessProviderType = "IAM"
+	// AccessProviderStatic copies the one key pair of applicationCredentialsSecretRef into
+	// every connection Secret: for a store with a single tenant only, as any application
+	// can then read and overwrite any other's bucket.
 	AccessProviderStatic AccessProviderType = "Static"
-	AccessProviderNone   AccessProviderType = "None"
+	// AccessProviderNone hands out no keys: applications bring their own identity.
+	AccessProviderNone AccessProviderType = "None"
 )
+
+// AccessProviderType is the store's effective access provider: spec.accessProvider's
+// type, else Static when applicationCredentialsSecretRef is set, else None (the
+// defaulting the field's documentation describes, which the CRD cannot express).
+func (s *ObjectStoreSpec) AccessProviderType() AccessProviderType {
+	if p := s.AccessProvider; p != nil && p.Type != "" {
+		return p.Type
+	}
+	if s.ApplicationCredentialsSecretRef != nil {
+		return AccessProviderStatic
+	}
+	return AccessProviderNone
+}
 
 // AccessProvider configures application credentials for a store.
 //
@@ -330,7 +437,10 @@ type ObjectStore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ObjectStoreSpec   `json:"spec,omitempty"`
+	// Spec is the platform team's: where the store is, the operator's credentials, who
+	// may use it, its budget and its guardrails.
+	Spec ObjectStoreSpec `json:"spec,omitempty"`
+	// Status is the verdict of the store's last health check.
 	Status ObjectStoreStatus `json:"status,omitempty"`
 }
 

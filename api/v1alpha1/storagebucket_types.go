@@ -10,6 +10,10 @@ import (
 // StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.bucketName) == has(oldSelf.bucketName) && (!has(self.bucketName) || self.bucketName == oldSelf.bucketName)",message="bucketName cannot be added, changed or removed after creation: create a new StorageBucket for another bucket"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.versioning) || self.versioning == 'Enabled'",message="objectLock needs versioning Enabled (or unset): a locked bucket keeps every version, and S3 refuses to suspend versioning on it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || has(self.objectLock)",message="objectLock cannot be removed: S3 cannot turn object lock off once a bucket has it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || !has(oldSelf.objectLock.defaultRetention) || oldSelf.objectLock.defaultRetention.mode != 'Compliance' || (has(self.objectLock) && has(self.objectLock.defaultRetention) && self.objectLock.defaultRetention.mode == 'Compliance' && ((has(self.objectLock.defaultRetention.years) && has(oldSelf.objectLock.defaultRetention.years)) ? self.objectLock.defaultRetention.years >= oldSelf.objectLock.defaultRetention.years : (has(self.objectLock.defaultRetention.years) ? self.objectLock.defaultRetention.years * 365 : self.objectLock.defaultRetention.days) >= (has(oldSelf.objectLock.defaultRetention.years) ? oldSelf.objectLock.defaultRetention.years * 366 : oldSelf.objectLock.defaultRetention.days)))",message="a Compliance default retention cannot be removed, shortened or turned into Governance: Compliance is a promise that nobody may weaken the lock"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.objectLock.defaultRetention) || !has(self.probe) || !has(self.probe.mode) || self.probe.mode != 'ReadWrite'",message="probe.mode ReadWrite cannot be used with objectLock.defaultRetention: every canary object would be locked and pile up; use the Head probe"
 type StorageBucketSpec struct {
 	// ObjectStoreRef names the ObjectStore the bucket lives on. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="objectStoreRef is immutable: a bucket cannot move to another store"
@@ -72,9 +76,12 @@ type StorageBucketSpec struct {
 	// read strictly: only the keys of the policy grammar (Version, Id, Statement; Sid,
 	// Effect, Principal, NotPrincipal, Action, NotAction, Resource, Condition), in
 	// their exact case and each once. Every statement's Resource must name only this
-	// bucket and its objects; an Allow may grant only object, multipart and listing
-	// actions (no wildcards, no NotAction); a policy granting an anonymous or
-	// wildcard principal needs the store's guardrails.allowPublicBuckets. At most
+	// bucket and its objects; every statement, Allow or Deny, may name only object,
+	// multipart and listing actions (no wildcards, no NotAction), and a Deny no
+	// NotPrincipal; an Allow whose principal is not one specific identity (anonymous,
+	// a wildcard, an ARN with an empty account, a CanonicalUser, Federated or Service
+	// principal, any form the guardrail does not know) makes the bucket public and
+	// needs the store's guardrails.allowPublicBuckets. At most
 	// 20 KiB, S3's limit. Admission checks only that it is an object (neither the
 	// schema nor CEL can see inside it or measure it); the rest is checked before
 	// anything is sent, and the store is sent the document as checked, rewritten in
@@ -123,13 +130,24 @@ type StorageBucketSpec struct {
 	Access string `json:"access,omitempty"`
 
 	// Quota limits what the bucket may hold, on stores whose ObjectStore has an
-	// adminAPI that sets quotas (Ceph RGW; the README's store table says how each
-	// store enforces them). Absent: the store's guardrails.quota.default, if any. It
+	// adminAPI that sets quotas (Ceph RGW, and SeaweedFS for size; docs/stores.md says
+	// how each store enforces them). Absent: the store's guardrails.quota.default, if any. It
 	// may not exceed the store's guardrails.quota.max. On a store without a quota
 	// API a quota is reported (Configured=False, NotSupportedByStore) and the rest of
 	// the configuration still applies.
 	// +optional
 	Quota *BucketQuota `json:"quota,omitempty"`
+
+	// ObjectLock makes the bucket write-once (S3 Object Lock, WORM): an object version
+	// under a retention or a legal hold cannot be deleted or overwritten until it ends;
+	// a plain DELETE only adds a delete marker. A new bucket is created with it (which
+	// turns versioning on); on an existing bucket it is turned on where the store can
+	// (after enabling versioning), else the claim reports NotSupportedByStore. It cannot
+	// be removed: S3 cannot turn object lock off. The store's guardrails.objectLock say
+	// which retention modes and how long a retention a claim may ask for, and what a
+	// Purge does with locked versions (docs/object-lock.md).
+	// +optional
+	ObjectLock *ObjectLock `json:"objectLock,omitempty"`
 }
 
 // BucketQuota limits a bucket's size and object count. An absent field sets no limit.
@@ -156,7 +174,10 @@ type ObjectStoreReference struct {
 type VersioningState string
 
 const (
-	VersioningEnabled   VersioningState = "Enabled"
+	// VersioningEnabled keeps every version of every object.
+	VersioningEnabled VersioningState = "Enabled"
+	// VersioningSuspended stops making new versions and keeps the existing ones (S3
+	// cannot turn versioning off once it was on).
 	VersioningSuspended VersioningState = "Suspended"
 )
 
@@ -165,7 +186,10 @@ const (
 type PublicAccess string
 
 const (
+	// PublicAccessBlocked turns on every setting of the bucket's public-access block.
 	PublicAccessBlocked PublicAccess = "Blocked"
+	// PublicAccessAllowed lifts the public-access block, where the store's
+	// guardrails.allowPublicBuckets allows it.
 	PublicAccessAllowed PublicAccess = "Allowed"
 )
 
@@ -174,9 +198,14 @@ const (
 type DeletionPolicy string
 
 const (
+	// DeletionPolicyRetain keeps the bucket and its data, released so that only a new
+	// StorageBucket of the same cluster, namespace and name binds it again.
 	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes the bucket only if it is empty (else BucketNotEmpty).
 	DeletionPolicyDelete DeletionPolicy = "Delete"
-	DeletionPolicyPurge  DeletionPolicy = "Purge"
+	// DeletionPolicyPurge deletes every object, version and incomplete upload, then
+	// the bucket.
+	DeletionPolicyPurge DeletionPolicy = "Purge"
 )
 
 // AdoptionPolicy says whether an unowned pre-existing bucket may be taken over.
@@ -184,7 +213,11 @@ const (
 type AdoptionPolicy string
 
 const (
-	AdoptionNever     AdoptionPolicy = "Never"
+	// AdoptionNever refuses a pre-existing bucket of the claim's name (BucketNotOwned).
+	AdoptionNever AdoptionPolicy = "Never"
+	// AdoptionIfUnowned takes over a pre-existing bucket that carries no owner tags and
+	// that the operator's own account owns, where the store's
+	// guardrails.adoptionAllowedNamespaces selects the claim's namespace.
 	AdoptionIfUnowned AdoptionPolicy = "IfUnowned"
 )
 
@@ -336,6 +369,18 @@ type StorageBucketStatus struct {
 	// bucketkeeper_bucket_usage_bytes and _objects follow every measurement.
 	// +optional
 	Usage *BucketUsage `json:"usage,omitempty"`
+
+	// ObjectLock is the bucket's object lock as its store reported it at the last sync:
+	// present when the bucket has object lock, because the spec asked for it or because
+	// the bucket had it when it was adopted (object lock cannot be turned off).
+	// +optional
+	ObjectLock *BucketObjectLock `json:"objectLock,omitempty"`
+
+	// DeletionBlocked is present while the deletion policy cannot finish because object
+	// versions on the bucket are locked: what unlocks them and when the claim stops
+	// waiting (the store's guardrails.objectLock.releaseBlockedDeletionAfter).
+	// +optional
+	DeletionBlocked *DeletionBlocked `json:"deletionBlocked,omitempty"`
 }
 
 // BucketUsage is a bucket's size and object count as its store counts them.
@@ -357,7 +402,9 @@ type UsageFigure string
 
 // UsageFigures.
 const (
-	UsageLogical  UsageFigure = "Logical"
+	// UsageLogical is the size of the objects as written, what quotas count.
+	UsageLogical UsageFigure = "Logical"
+	// UsagePhysical is what the objects take on the store's disks.
 	UsagePhysical UsageFigure = "Physical"
 )
 
@@ -367,6 +414,23 @@ type CreateIntent struct {
 	BucketName string `json:"bucketName"`
 	// UID is the StorageBucket's UID when the intent was recorded.
 	UID types.UID `json:"uid"`
+	// SentAt is when the latest CreateBucket of this intent was sent, recorded (to the
+	// second) just before sending it. A CreateBucket whose answer was lost may still be
+	// carried out by the store after the operator stopped waiting for it; until that
+	// can no longer happen, a deletion does not take "the bucket is not there" for
+	// "there is nothing to delete". Empty in an intent recorded by a version before
+	// this field.
+	// +optional
+	SentAt *metav1.Time `json:"sentAt,omitempty"`
+	// Answered says the store answered the CreateBucket sent at sentAt. Only an
+	// unanswered one may still land, so a process that did not see the answer (after a
+	// restart or a change of leader) need not wait, on a deletion, for one that did.
+	// +optional
+	Answered bool `json:"answered,omitempty"`
+	// LandBy, set with answered, is until when an earlier CreateBucket of this intent
+	// that went unanswered may still land; empty when none can.
+	// +optional
+	LandBy *metav1.Time `json:"landBy,omitempty"`
 }
 
 // AppliedConfiguration is the operator's record of what it set on a bucket, kept compact
@@ -399,6 +463,9 @@ type AppliedConfiguration struct {
 	// Quota: the operator set the bucket's quota.
 	// +optional
 	Quota bool `json:"quota,omitempty"`
+	// ObjectLockRetention: the operator set the bucket's default retention.
+	// +optional
+	ObjectLockRetention bool `json:"objectLockRetention,omitempty"`
 	// Hash digests the configuration last brought in line in full (settings, ownership
 	// tags, bucket name, region and endpoint). After a restart, a bucket whose desired
 	// configuration still has this hash is not re-read at once but at its own moment
@@ -428,12 +495,17 @@ const AppliedNameMaxLength = 32
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.usage.bytes`,priority=1,description="Bytes the bucket holds, as the store last counted them"
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.usage.objects`,priority=1
+// +kubebuilder:printcolumn:name="Lock",type=string,JSONPath=`.status.objectLock.defaultRetention.mode`,priority=1,description="Mode of the bucket's default object lock retention"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 240",message="a StorageBucket's name may have at most 240 characters: its Secrets are named <name>-bucket and <name>-access"
 type StorageBucket struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   StorageBucketSpec   `json:"spec"`
+	// Spec is the application team's: the store, the bucket's settings, its probe and
+	// its deletion policy.
+	Spec StorageBucketSpec `json:"spec"`
+	// Status is what the operator found and did: the bucket, its conditions, the last
+	// probe, what it applied and the usage.
 	Status StorageBucketStatus `json:"status,omitempty"`
 }
 

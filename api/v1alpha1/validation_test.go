@@ -101,6 +101,13 @@ func TestStorageBucketAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"policy that is not a JSON object", with(validBucketSpec(), "policy", `{"Version":"2012-10-17"}`), "spec.policy: Invalid value: \"string\": spec.policy in body must be of type object"},
 		{"connection secret name invalid", with(validBucketSpec(), "connectionSecret", map[string]any{"name": "Bad_Name"}), "connectionSecret.name must be a valid Secret name"},
 		{"region with uppercase", with(validBucketSpec(), "region", "US_EAST"), "region may contain only lowercase letters, digits and '-'"},
+		{"object lock with versioning suspended", with(with(validBucketSpec(), "objectLock", map[string]any{}), "versioning", "Suspended"), "objectLock needs versioning Enabled (or unset)"},
+		{"retention with days and years", with(validBucketSpec(), "objectLock", lock("Governance", "days", 1, "years", 1)), "a retention needs exactly one of days or years"},
+		{"retention without a period", with(validBucketSpec(), "objectLock", lock("Governance")), "a retention needs exactly one of days or years"},
+		{"retention of 0 days", with(validBucketSpec(), "objectLock", lock("Governance", "days", 0)), "days in body should be greater than or equal to 1"},
+		{"retention over 100 years", with(validBucketSpec(), "objectLock", lock("Compliance", "years", 101)), "years in body should be less than or equal to 100"},
+		{"unknown retention mode", with(validBucketSpec(), "objectLock", lock("Legal", "days", 1)), `supported values: "Governance", "Compliance"`},
+		{"ReadWrite probe with a default retention", with(with(validBucketSpec(), "objectLock", lock("Governance", "days", 1)), "probe", map[string]any{"mode": "ReadWrite"}), "probe.mode ReadWrite cannot be used with objectLock.defaultRetention"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +135,13 @@ func TestStorageBucketImmutableFields(t *testing.T) {
 		{"add bucketName", validBucketSpec(), func(s spec) { s["bucketName"] = "late-bucket" }, "bucketName cannot be added, changed or removed after creation"},
 		{"remove bucketName", with(validBucketSpec(), "bucketName", "kept-bucket"), func(s spec) { delete(s, "bucketName") }, "bucketName cannot be added, changed or removed after creation"},
 		{"change objectStoreRef", validBucketSpec(), func(s spec) { s["objectStoreRef"] = map[string]any{"name": "other"} }, "objectStoreRef is immutable"},
+		{"remove objectLock", with(validBucketSpec(), "objectLock", map[string]any{}), func(s spec) { delete(s, "objectLock") }, "objectLock cannot be removed"},
+		{"remove a Compliance retention", with(validBucketSpec(), "objectLock", lock("Compliance", "days", 30)), func(s spec) { s["objectLock"] = map[string]any{} }, "a Compliance default retention cannot be removed, shortened or turned into Governance"},
+		{"shorten a Compliance retention", with(validBucketSpec(), "objectLock", lock("Compliance", "days", 30)), func(s spec) { s["objectLock"] = lock("Compliance", "days", 29) }, "a Compliance default retention cannot be removed"},
+		{"shorten a Compliance retention in years", with(validBucketSpec(), "objectLock", lock("Compliance", "years", 2)), func(s spec) { s["objectLock"] = lock("Compliance", "years", 1) }, "a Compliance default retention cannot be removed"},
+		{"a Compliance year as 365 days", with(validBucketSpec(), "objectLock", lock("Compliance", "years", 1)), func(s spec) { s["objectLock"] = lock("Compliance", "days", 365) }, "a Compliance default retention cannot be removed"},
+		{"turn Compliance into Governance", with(validBucketSpec(), "objectLock", lock("Compliance", "days", 30)), func(s spec) { s["objectLock"] = lock("Governance", "days", 3650) }, "a Compliance default retention cannot be removed"},
+		{"suspend versioning of a locked bucket", with(validBucketSpec(), "objectLock", map[string]any{}), func(s spec) { s["versioning"] = "Suspended" }, "objectLock needs versioning Enabled"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +173,39 @@ func TestStorageBucketImmutableFields(t *testing.T) {
 			t.Fatalf("updating mutable fields: %v", err)
 		}
 	})
+	t.Run("object lock may be added and strengthened", func(t *testing.T) {
+		ctx := testCtx(t)
+		obj := storageBucket(ns, "lockable", validBucketSpec())
+		if err := k8s.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []map[string]any{
+			{},                              // turned on for an existing bucket
+			lock("Governance", "days", 30),  // a default retention added
+			lock("Governance", "days", 1),   // a Governance one shortened
+			lock("Compliance", "days", 365), // made Compliance
+			lock("Compliance", "years", 1),  // the same, in years
+			lock("Compliance", "days", 366), // a year as at most 366 days
+			lock("Compliance", "years", 2),  // lengthened
+		} {
+			s, _, _ := unstructured.NestedMap(obj.Object, "spec")
+			s["objectLock"] = l
+			_ = unstructured.SetNestedMap(obj.Object, s, "spec")
+			if err := k8s.Update(ctx, obj); err != nil {
+				t.Fatalf("setting objectLock %v: %v", l, err)
+			}
+		}
+	})
+}
+
+// lock is a spec.objectLock with a default retention of mode and the given period
+// fields ("days", 30); with no fields, a retention without a period.
+func lock(mode string, period ...any) map[string]any {
+	r := map[string]any{"mode": mode}
+	for i := 0; i+1 < len(period); i += 2 {
+		r[period[i].(string)] = int64(period[i+1].(int)) // JSON numbers, as unstructured holds them
+	}
+	return map[string]any{"defaultRetention": r}
 }
 
 func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
@@ -181,6 +228,14 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"deletion policies without Retain", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Delete"}}}, "guardrails.allowedDeletionPolicies must include Retain"},
 		{"unknown deletion policy in guardrails", spec{"guardrails": map[string]any{"allowedDeletionPolicies": []any{"Retain", "Shred"}}}, `supported values: "Retain", "Delete", "Purge"`},
 		{"bad adoption selector", spec{"guardrails": map[string]any{"adoptionAllowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Maybe"}}}}}, "guardrails.adoptionAllowedNamespaces.matchExpressions[].operator must be one of"},
+		{"no object lock mode allowed", spec{"guardrails": map[string]any{"objectLock": map[string]any{"allowedModes": []any{}}}}, "allowedModes: Invalid value: 0: spec.guardrails.objectLock.allowedModes in body should have at least 1 items"},
+		{"unknown object lock mode allowed", spec{"guardrails": map[string]any{"objectLock": map[string]any{"allowedModes": []any{"Legal"}}}}, `supported values: "Governance", "Compliance"`},
+		{"object lock retention of 0 days", spec{"guardrails": map[string]any{"objectLock": map[string]any{"maxRetentionDays": 0}}}, "maxRetentionDays in body should be greater than or equal to 1"},
+		{"release bound that is no duration", spec{"guardrails": map[string]any{"objectLock": map[string]any{"releaseBlockedDeletionAfter": "a day"}}}, "releaseBlockedDeletionAfter must be a duration such as 0s, 24h or 720h"},
+		{"policy principal account of anonymous", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"123456789012", "Anonymous"}}}, "guardrails.policyPrincipalAccounts cannot list anonymous"},
+		{"policy principal account with a wildcard", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"*"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"policy principal account with a colon", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"arn:aws:iam::1:root"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"empty policy principal account", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{""}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {

@@ -17,9 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,28 +30,6 @@ const (
 	storeName       = "local"
 	fieldOwner      = "bucketkeeper-dev"
 )
-
-// writeKubeconfig writes a kubeconfig for cfg, the envtest admin user: a client
-// certificate (CN admin, group system:masters) signed by the CA the apiserver was
-// started with, which the apiserver accepts through --client-ca-file. envtest mints
-// that CA afresh on every start, so the file is rewritten on every start and is
-// useless once this process has exited.
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	const name = "bucketkeeper-dev"
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
-	kc.CurrentContext = name
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return clientcmd.WriteToFile(*kc, path) // 0600: the file holds a private key
-}
 
 // bootstrap creates what the embedded store needs in the cluster: the namespace,
 // the credentials Secret and the ObjectStore "local" (the sample ObjectStore's

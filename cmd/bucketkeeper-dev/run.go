@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // shutdownBudget is how long a clean stop may take after Ctrl-C or SIGTERM before
@@ -45,7 +45,7 @@ func run(o *options) int {
 	klog.SetLogger(ctrl.Log.WithName("klog"))
 	log.SetOutput(logs) // Versity's warnings
 
-	root, err := testenv.RepoRoot()
+	root, err := localpeers.RepoRoot()
 	if err != nil {
 		progress("%v (run it from inside the repository)", err)
 		return 1
@@ -81,7 +81,7 @@ func run(o *options) int {
 	// budget: kill the control plane by PID and exit.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var cpRef atomic.Pointer[testenv.ControlPlane]
+	var cpRef atomic.Pointer[localpeers.ControlPlane]
 	go watchSignals(cancel, &cpRef, o.kubeconfig)
 	// fail reports a startup error, unless it is only the fallout of Ctrl-C.
 	fail := func(format string, args ...any) int {
@@ -94,7 +94,7 @@ func run(o *options) int {
 	}
 
 	progress("starting etcd and kube-apiserver…")
-	cp, err := testenv.StartControlPlaneWith(testenv.ControlPlaneOptions{EtcdDataDir: etcdDir, BeforeBuild: announceBuild})
+	cp, err := localpeers.StartControlPlaneWith(localpeers.ControlPlaneOptions{EtcdDataDir: etcdDir, BeforeBuild: announceBuild})
 	if err != nil {
 		return fail("control plane: %v", err)
 	}
@@ -116,7 +116,7 @@ func run(o *options) int {
 	redirectStdout(logs)
 	progress("control plane up in %s at %s", since(start), cp.Config.Host)
 
-	if err := writeKubeconfig(o.kubeconfig, cp.Config); err != nil {
+	if err := localpeers.WriteKubeconfig(o.kubeconfig, "bucketkeeper-dev", "default", cp.Config); err != nil {
 		return fail("kubeconfig: %v", err)
 	}
 	cleanups.push(func() { _ = os.Remove(o.kubeconfig) })
@@ -218,7 +218,7 @@ func run(o *options) int {
 // clean stop overruns shutdownBudget, it kills etcd and kube-apiserver by PID
 // (their whole process groups, which envtest gives them), removes what a clean stop
 // would have and exits.
-func watchSignals(cancel context.CancelFunc, cp *atomic.Pointer[testenv.ControlPlane], kubeconfig string) {
+func watchSignals(cancel context.CancelFunc, cp *atomic.Pointer[localpeers.ControlPlane], kubeconfig string) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	<-sigs

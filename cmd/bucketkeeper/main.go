@@ -28,6 +28,7 @@ func main() {
 	}
 	var opts operator.Options
 	var receiverSecretFile string
+	var receiverClusterWide bool
 	var kubeQPS float64
 	var kubeBurst int
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", defaults.MetricsBindAddress, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
@@ -46,13 +47,16 @@ func main() {
 	flag.DurationVar(&opts.StatusHeartbeat, "status-heartbeat", defaults.StatusHeartbeat, "How often lastProbeTime alone is rewritten in status when the verdict does not change.")
 	flag.DurationVar(&opts.S3RequestTimeout, "s3-request-timeout", defaults.S3RequestTimeout, "Deadline of every S3 call, retries included; also how long a store may take to send response headers.")
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", defaults.ReconcileTimeout, "Deadline of each reconcile of a StorageBucket or ObjectStore as a whole.")
+	flag.DurationVar(&opts.CreateSettleTime, "create-settle-time", defaults.CreateSettleTime, "How long after a CreateBucket went unanswered (timeout, dropped connection, server error) the store may still carry it out; a deletion that finds no bucket waits that long before it concludes there is nothing to delete.")
 	flag.DurationVar(&opts.DefaultProbeInterval, "default-probe-interval", defaults.ProbeInterval, "Probe interval of StorageBuckets that set none.")
 	flag.StringVar(&opts.WatchNamespace, "watch-namespace", "", "Only reconcile StorageBuckets in this namespace (default: all).")
 	flag.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", "Only reconcile StorageBuckets and BucketAccesses matching this label selector (sharding across deployments).")
 	flag.IntVar(&opts.ShardCount, "shard-count", defaults.ShardCount, "Number of operator deployments splitting the buckets with --watch-label-selector; set the same on each. Above 1 each spends 1/N of every store's request budget, and one shard per store, elected by a Lease in the leader-election namespace, health-checks it.")
 	flag.BoolVar(&opts.DisableAvailabilityMetric, "disable-availability-metric", false, "Do not export the per-bucket series (bucketkeeper_bucket_available, bucketkeeper_bucket_last_successful_probe_timestamp_seconds, bucketkeeper_bucket_probe_interval_seconds).")
 	flag.StringVar(&opts.ReceiverBindAddress, "receiver-bind-address", "", "Serve the signed probe-request webhook (POST /v1/probe) here; empty disables it.")
-	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding the webhook's HMAC key (at least 16 bytes).")
+	flag.StringVar(&opts.ReceiverKeysNamespace, "receiver-keys-namespace", "", "Namespace whose Secrets labelled bucketkeeper.io/secret-role=receiver-key are the webhook's keys, each reaching the namespaces its bucketkeeper.io/receiver-namespaces annotation names; only the platform team may write Secrets there (default: the pod's namespace).")
+	flag.StringVar(&receiverSecretFile, "receiver-secret-file", "", "File holding a cluster-wide HMAC key (at least 16 bytes) for requests that name no key; needs --receiver-cluster-wide-key.")
+	flag.BoolVar(&receiverClusterWide, "receiver-cluster-wide-key", false, "Accept the key of --receiver-secret-file, whose holder may probe the StorageBuckets of every namespace and learn which claims use a bucket name.")
 	flag.StringVar(&opts.ReceiverTLSCertFile, "receiver-tls-cert-file", "", "PEM certificate (chain) the webhook serves HTTPS with; needs --receiver-tls-key-file. Empty: plain HTTP.")
 	flag.StringVar(&opts.ReceiverTLSKeyFile, "receiver-tls-key-file", "", "PEM private key of --receiver-tls-cert-file.")
 	flag.DurationVar(&opts.MinProbeRequestInterval, "min-probe-request-interval", defaults.MinProbeRequestInterval, "At most one on-demand probe (annotation or webhook) per bucket per interval; requests inside it are served together at its end.")
@@ -71,13 +75,21 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	if opts.ReceiverBindAddress != "" {
+	switch {
+	case receiverSecretFile != "" && !receiverClusterWide:
+		fmt.Fprintln(os.Stderr, "--receiver-secret-file is a key for every namespace: its holder may probe any StorageBucket and learn which claims use a bucket name. "+
+			"Add --receiver-cluster-wide-key to accept it so, or give each caller a key of its namespaces (a Secret labelled bucketkeeper.io/secret-role=receiver-key in the operator's namespace) and drop the file.")
+		os.Exit(2)
+	case receiverClusterWide && receiverSecretFile == "":
+		fmt.Fprintln(os.Stderr, "--receiver-cluster-wide-key needs the key: --receiver-secret-file")
+		os.Exit(2)
+	case opts.ReceiverBindAddress != "" && receiverSecretFile != "":
 		secret, err := receiver.LoadSecret(receiverSecretFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "--receiver-secret-file:", err)
 			os.Exit(2)
 		}
-		opts.ReceiverSecret = secret
+		opts.ReceiverClusterWideSecret = secret
 	}
 	if (opts.ReceiverTLSCertFile == "") != (opts.ReceiverTLSKeyFile == "") {
 		fmt.Fprintln(os.Stderr, "--receiver-tls-cert-file and --receiver-tls-key-file go together: set both or neither")

@@ -30,8 +30,15 @@ const (
 	StatusHeartbeat = 5 * time.Minute
 	// S3RequestTimeout bounds every S3 call, SDK retries included.
 	S3RequestTimeout = 30 * time.Second
+	// IAMRequestTimeout bounds every IAM call, SDK retries included.
+	IAMRequestTimeout = 10 * time.Second
 	// ReconcileTimeout bounds each reconcile as a whole.
 	ReconcileTimeout = 2 * time.Minute
+	// CreateSettleTime is how long after the operator stopped waiting for the answer
+	// to a CreateBucket (a timeout, a dropped connection, a server error) the store is
+	// still expected to carry it out, if it ever does: until then the claim's deletion
+	// does not take a missing bucket for one that will never be there.
+	CreateSettleTime = 30 * time.Second
 
 	// ProbeInterval applies to StorageBuckets without spec.probe.interval.
 	ProbeInterval = time.Minute
@@ -55,6 +62,15 @@ const (
 	// ReceiverMaxConnections caps the probe webhook's open connections, and so the
 	// request bodies it holds at once (at most 64 KiB each: 4 MiB in all).
 	ReceiverMaxConnections = 64
+	// ReceiverKeyRequestsPerSecond and ReceiverKeyBurst bound the signed requests the
+	// probe webhook serves per key (each may cost an annotation write), so one key's
+	// holder cannot spend the others' budget.
+	ReceiverKeyRequestsPerSecond = 20
+	ReceiverKeyBurst             = 40
+	// ReceiverRequestsPerSecond and ReceiverBurst bound them for all keys together,
+	// per replica, so that many keys cannot flood the API server either.
+	ReceiverRequestsPerSecond = 40
+	ReceiverBurst             = 80
 
 	// AccessCollectInterval is how often the IAM users of each IAM store are listed
 	// to delete those no BucketAccess grants any more (see AccessCollect* below): the
@@ -64,12 +80,13 @@ const (
 )
 
 // Bounds of one collector pass over one store. A pass that reaches one stops there
-// and the next pass continues from that page after AccessCollectContinue, so a
-// store with many users is swept in several short passes.
+// and the next pass continues after the last user it judged (in that page, even when
+// the store answers every user in one page whatever MaxItems asks) after
+// AccessCollectContinue, so a store with many users is swept in several short passes.
 const (
 	// AccessCollectPageSize is the MaxItems of each ListUsers page.
 	AccessCollectPageSize = 100
-	// AccessCollectMaxUsers is how many users one pass reads.
+	// AccessCollectMaxUsers is how many users one pass judges.
 	AccessCollectMaxUsers = 1000
 	// AccessCollectMaxDeletions is how many users one pass deletes (each costs a
 	// ListAccessKeys, a DeleteAccessKey per key, a DeleteUserPolicy and a DeleteUser).
@@ -82,6 +99,15 @@ const (
 	AccessCollectPassTimeout = time.Minute
 	// AccessCollectContinue is the pause before a pass that continues a sweep.
 	AccessCollectContinue = time.Second
+	// AccessCollectRequestsPerSecond and AccessCollectBurst pace the collector's IAM
+	// calls (a token bucket over every store it sweeps): a sweep of many users is
+	// spread out rather than sent as fast as the store answers.
+	AccessCollectRequestsPerSecond = 10
+	AccessCollectBurst             = 10
+	// AccessCollectKeyRecheck is how long a user of another store's access, found
+	// holding that access's key (the stores share one IAM account), is not listed
+	// again while the access's keys stay the same.
+	AccessCollectKeyRecheck = time.Hour
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
@@ -101,6 +127,9 @@ const (
 	StoreHealthCheckInterval = 30 * time.Second
 	// StoreRegion is spec.region of an ObjectStore: the region requests are signed for.
 	StoreRegion = "us-east-1"
+	// ReleaseBlockedDeletionAfter is spec.guardrails.objectLock.releaseBlockedDeletionAfter
+	// of an ObjectStore: how long a deletion blocked by locked object versions waits.
+	ReleaseBlockedDeletionAfter = 24 * time.Hour
 )
 
 // StoreHealthCheckTimeout bounds one ObjectStore health check (the S3 request timeout

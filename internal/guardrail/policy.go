@@ -21,10 +21,13 @@ const s3ARNPrefix = "arn:aws:s3:::"
 // PolicyReport is what a bucket policy grants, as far as the guardrails care, and the
 // document to send.
 type PolicyReport struct {
-	// Public names the first statement that grants an anonymous or wildcard
-	// principal (or grants through NotPrincipal, which means everyone but a few);
-	// empty when there is none.
+	// Public names the first Allow whose principal is not one specific identity
+	// (policy_principals.go): "*", none, NotPrincipal (everyone but a few), or a
+	// principal of a form the guardrail does not know to name one identity. Empty
+	// when there is none.
 	Public string
+	// PublicPrincipal says which principal made it public, and why, for the refusal.
+	PublicPrincipal string
 	// Canonical is the policy as it was checked, in the canonical form (see
 	// policy_canonical.go). It is what the operator sends the store: the tenant's own
 	// bytes may say more than the parser saw to a store that reads JSON another way.
@@ -46,10 +49,13 @@ func refuse(format string, args ...any) *PolicyError {
 // none twice, Effect Allow or Deny). Every statement's Resource must name only this
 // bucket or objects in it: a statement that could reach another bucket (a wildcard in
 // the bucket part, NotResource, a non-S3 ARN) is refused, as stores differ in whether
-// they reject such a policy and some would apply it. An Allow may grant only
-// AllowedActions. It also reports whether the policy is public, which the caller weighs
-// against the store's guardrails.
-func InspectPolicy(doc []byte, bucket string) (PolicyReport, error) {
+// they reject such a policy and some would apply it. Every statement, Allow or Deny,
+// may name only AllowedActions (policy_actions.go), and a Deny may not use
+// NotPrincipal. It also reports whether the policy is public (policy_principals.go),
+// which the caller weighs against the store's guardrails. accounts are the store's own
+// accounts, as its admin lists them (guardrails.policyPrincipalAccounts): when there
+// are any, an Allow may name specific principals of those accounts only.
+func InspectPolicy(doc []byte, bucket string, accounts []string) (PolicyReport, error) {
 	var report PolicyReport
 	if len(doc) > MaxPolicySize {
 		return report, refuse("policy is %d bytes, more than S3's limit of %d", len(doc), MaxPolicySize)
@@ -75,14 +81,23 @@ func InspectPolicy(doc []byte, bucket string) (PolicyReport, error) {
 				return report, refuse("policy %s has Resource %s, which is not bucket %q or its objects", name, quote(res), bucket)
 			}
 		}
-		if st.effect != "Allow" {
-			continue // a Deny for everyone (enforce TLS, say) takes access away, never grants it
-		}
-		if err := checkAllowActions(name, st); err != nil {
+		if err := checkActions(name, st); err != nil {
 			return report, err
 		}
-		if report.Public == "" && (st.notPrincipal != nil || wildcardPrincipal(st.principal)) {
-			report.Public = name
+		if st.effect != "Allow" {
+			// A Deny for everyone (enforce TLS, say) takes access away, never grants
+			// it; but NotPrincipal would deny everyone but a few, the operator included.
+			if st.notPrincipal != nil {
+				return report, refuse("policy %s is a Deny with NotPrincipal, which denies everyone but the principals it names, the operator included; name the principals it denies in Principal (\"*\" for everyone)", name)
+			}
+			continue
+		}
+		why, err := publicPrincipal(name, st, accounts)
+		if err != nil {
+			return report, err
+		}
+		if report.Public == "" && why != "" {
+			report.Public, report.PublicPrincipal = name, why
 		}
 	}
 	canonical := policy.canonical()
@@ -103,23 +118,6 @@ func resourceOfBucket(res, bucket string) bool {
 	}
 	name, _, _ := strings.Cut(rest, "/")
 	return name == bucket
-}
-
-// wildcardPrincipal reports a principal that matches anyone: "*", or an ID with a
-// wildcard under any principal type. A missing principal is treated the same: a store
-// may read it as everyone.
-func wildcardPrincipal(p *principal) bool {
-	if p == nil || p.wildcard {
-		return true
-	}
-	for _, ids := range p.ids {
-		for _, id := range ids.list {
-			if strings.ContainsAny(id, "*?") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func statementName(st *statement, i int) string {

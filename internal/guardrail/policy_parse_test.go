@@ -59,7 +59,7 @@ func TestPolicyGrammar(t *testing.T) {
 		{"Principal a name", doc(`"Effect":"Allow","Principal":"alice","Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-data/*"`), `Principal must be "*" or an object`, false},
 		{"Principal a list", doc(`"Effect":"Allow","Principal":["*"],"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-data/*"`), `Principal must be "*" or an object`, false},
 		{"Principal empty", doc(`"Effect":"Allow","Principal":{},"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-data/*"`), `Principal must name a principal`, false},
-		{"every principal type", doc(`"Effect":"Allow","Principal":{"AWS":["a","b"],"CanonicalUser":"c","Federated":"d","Service":"e"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-data/*"`), "", false},
+		{"every principal type", doc(`"Effect":"Allow","Principal":{"AWS":["a","b"],"CanonicalUser":"c","Federated":"d","Service":"e"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::team-a-data/*"`), "", true},
 		{"condition values of every kind", doc(readGrant + `,"Condition":{"NumericLessThan":{"s3:max-keys":10},"Bool":{"aws:SecureTransport":true},"StringLike":{"s3:prefix":["a/*","b/*"]}}`), "", false},
 		{"condition value an object", doc(readGrant + `,"Condition":{"Bool":{"aws:SecureTransport":{"x":1}}}`), `must be a string, number or boolean`, false},
 		{"condition value null", doc(readGrant + `,"Condition":{"Bool":{"aws:SecureTransport":null}}`), `must be a string, number or boolean`, false},

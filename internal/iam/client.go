@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	InsecureSkipTLSVerify bool
 	// Timeout bounds each call, SDK retries included; zero means DefaultTimeout.
 	Timeout time.Duration
+	// Observer, if set, is called once per HTTP attempt with the IAM operation name,
+	// the HTTP status (0 when no answer arrived) and the attempt's error, as
+	// s3.Config.Observer is.
+	Observer func(operation string, httpStatus int, err error)
 }
 
 // Factory builds a Driver; controllers take one so tests can inject another.
@@ -88,6 +93,7 @@ func New(ctx context.Context, cfg Config) (Driver, error) {
 			}),
 			Logger:        logging.Nop{},
 			ClientLogMode: 0, // never log requests: CreateAccessKey's answer holds a secret
+			APIOptions:    []func(*middleware.Stack) error{s3.ObserveAttempts(cfg.Observer)},
 		}),
 	}, nil
 }
@@ -133,6 +139,14 @@ func (c *client) PutPolicy(ctx context.Context, user string, grants []Grant) err
 	})
 }
 
+func (c *client) DeletePolicy(ctx context.Context, user string) error {
+	err := c.call(ctx, "DeleteUserPolicy", user, func(ctx context.Context) error {
+		_, err := c.api.DeleteUserPolicy(ctx, &awsiam.DeleteUserPolicyInput{UserName: aws.String(user), PolicyName: aws.String(PolicyName)})
+		return err
+	})
+	return goneIsDone(err)
+}
+
 func (c *client) ListKeys(ctx context.Context, user string) ([]AccessKey, error) {
 	var keys []AccessKey
 	err := c.call(ctx, "ListAccessKeys", user, func(ctx context.Context) error {
@@ -156,7 +170,11 @@ func (c *client) ListKeys(ctx context.Context, user string) ([]AccessKey, error)
 func (c *client) CreateKey(ctx context.Context, user string) (AccessKey, error) {
 	var key AccessKey
 	err := c.call(ctx, "CreateAccessKey", user, func(ctx context.Context) error {
-		out, err := c.api.CreateAccessKey(ctx, &awsiam.CreateAccessKeyInput{UserName: aws.String(user)})
+		// One attempt: a retry after an answer that was lost makes a second key, whose
+		// secret the first one's caller never sees (the access collector revokes the
+		// orphan, but it is a live key until then). The next reconcile tries again.
+		out, err := c.api.CreateAccessKey(ctx, &awsiam.CreateAccessKeyInput{UserName: aws.String(user)},
+			func(o *awsiam.Options) { o.RetryMaxAttempts = 1 })
 		if err != nil {
 			return err
 		}
@@ -177,6 +195,11 @@ func (c *client) DeleteKey(ctx context.Context, user, keyID string) error {
 		_, err := c.api.DeleteAccessKey(ctx, &awsiam.DeleteAccessKeyInput{UserName: aws.String(user), AccessKeyId: aws.String(keyID)})
 		return err
 	})
+	return goneIsDone(err)
+}
+
+// goneIsDone: deleting what is not there (NoSuchEntity) has done its work.
+func goneIsDone(err error) error {
 	if KindOf(err) == KindNoSuchEntity {
 		return nil
 	}
@@ -196,21 +219,14 @@ func (c *client) DeleteUser(ctx context.Context, user string) error {
 			return err
 		}
 	}
-	err = c.call(ctx, "DeleteUserPolicy", user, func(ctx context.Context) error {
-		_, err := c.api.DeleteUserPolicy(ctx, &awsiam.DeleteUserPolicyInput{UserName: aws.String(user), PolicyName: aws.String(PolicyName)})
-		return err
-	})
-	if err != nil && KindOf(err) != KindNoSuchEntity {
+	if err := c.DeletePolicy(ctx, user); err != nil {
 		return err
 	}
 	err = c.call(ctx, "DeleteUser", user, func(ctx context.Context) error {
 		_, err := c.api.DeleteUser(ctx, &awsiam.DeleteUserInput{UserName: aws.String(user)})
 		return err
 	})
-	if KindOf(err) == KindNoSuchEntity {
-		return nil
-	}
-	return err
+	return goneIsDone(err)
 }
 
 func (c *client) ListUsers(ctx context.Context, marker string, limit int) (UserPage, error) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 )
@@ -73,5 +74,40 @@ func TestTransport(t *testing.T) {
 	}
 	if err := silent.Check(ctx); KindOf(err) != KindTimeout {
 		t.Fatalf("a silent endpoint: %v (kind %s), want Timeout", err, KindOf(err))
+	}
+}
+
+// TestCreateKeyIsSentOnce: a CreateAccessKey whose answer is a server error is not
+// retried by the SDK (the first may have made a key: a retry would make a second whose
+// secret no one keeps), while an idempotent call is.
+func TestCreateKeyIsSentOnce(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		calls[r.PostForm.Get("Action")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := New(ctx, Config{Endpoint: srv.URL, AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateKey(ctx, "app"); err == nil {
+		t.Fatal("CreateKey succeeded against a failing server")
+	}
+	if _, err := c.ListKeys(ctx, "app"); err == nil {
+		t.Fatal("ListKeys succeeded against a failing server")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["CreateAccessKey"] != 1 {
+		t.Errorf("CreateAccessKey sent %d times, want once", calls["CreateAccessKey"])
+	}
+	if calls["ListAccessKeys"] < 2 {
+		t.Errorf("ListAccessKeys sent %d times: the idempotent call should be retried", calls["ListAccessKeys"])
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The README's IAM store table (testenv.StoreTable): what a per-access key is and may
+// docs/stores.md's IAM store table (testenv.StoreTable): what a per-access key is and may
 // do on each store, as the contract tests observed it. TestContractListUsersPages,
 // which runs after TestContract, checks it once both have run on every store.
 

@@ -105,6 +105,22 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 		t.Errorf("GetObject read-only = %q", body)
 	}
 	iamTable.Set(t, srv.Kind, rowReadOnly, "yes")
+
+	// Narrowing (a parked access): without its policy the key reaches none of its
+	// buckets, and with the policy back the same key reaches them again.
+	must(t, "DeletePolicy", d.DeletePolicy(ctx, user))
+	must(t, "DeletePolicy again", d.DeletePolicy(ctx, user))
+	waitFor(ctx, t, "the key without a policy is refused", func() error {
+		if err := c1.PutObject(ctx, rw, "narrowed", []byte("x")); s3.KindOf(err) != s3.KindAccessDenied {
+			return fmt.Errorf("PutObject without a policy: %v, want AccessDenied", err)
+		}
+		return nil
+	})
+	_, err = c1.GetObject(ctx, ro, "seed", 100)
+	denied("GetObject read-only bucket without a policy", err)
+	must(t, "PutPolicy after DeletePolicy", d.PutPolicy(ctx, user, grants))
+	waitFor(ctx, t, "the key with its policy back writes", func() error { return c1.PutObject(ctx, rw, "back", []byte("x")) })
+
 	if _, err := admin.HeadBucket(ctx, other); err != nil {
 		t.Errorf("the other bucket was touched: %v", err)
 	}
@@ -153,6 +169,13 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 		}
 		return nil
 	})
+	// Narrowing a user that is gone is success, and creates nothing.
+	if err := d.DeletePolicy(ctx, user); err != nil {
+		t.Errorf("DeletePolicy of a deleted user: %v, want success", err)
+	}
+	if err := d.PutPolicy(ctx, user, grants); KindOf(err) != KindNoSuchEntity {
+		t.Errorf("PutPolicy of a deleted user: %v, want NoSuchEntity", err)
+	}
 	names, err := ListUserNames(ctx, d)
 	must(t, "ListUsers", err)
 	if slices.Contains(names, user) {

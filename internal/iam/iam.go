@@ -34,6 +34,15 @@ const (
 type Grant struct {
 	Bucket string
 	Mode   Mode
+	// ObjectLock: the bucket has object lock; the key may read its objects' retention
+	// and legal holds.
+	ObjectLock bool
+	// SetRetention: a ReadWrite key of a locked bucket may also set its objects'
+	// retention (s3:PutObjectRetention): lengthen it, never shorten or lift it (every
+	// store tested refuses that without s3:BypassGovernanceRetention, which no key
+	// gets). Only where the store's admin allows Compliance: no store tested limits by
+	// policy the mode or period a key sets.
+	SetRetention bool
 }
 
 // AccessKey is one key of a user. Secret is set only in CreateKey's answer:
@@ -55,6 +64,9 @@ type Driver interface {
 	EnsureUser(ctx context.Context, user string) error
 	// PutPolicy sets the user's one inline policy to the grants.
 	PutPolicy(ctx context.Context, user string, grants []Grant) error
+	// DeletePolicy removes the user's inline policy, so its keys reach nothing while
+	// they last; a missing user or policy is success.
+	DeletePolicy(ctx context.Context, user string) error
 	// ListKeys returns the user's keys, oldest first, without secrets.
 	ListKeys(ctx context.Context, user string) ([]AccessKey, error)
 	// CreateKey creates a key and returns it with its secret.
@@ -97,6 +109,24 @@ var (
 	}
 )
 
+// Object lock actions of a locked bucket's objects: every key may read what locks them;
+// where SetRetention says so, a ReadWrite key may set their retention.
+var (
+	lockReadActions   = []string{"s3:GetObjectRetention", "s3:GetObjectLegalHold"}
+	lockRetainActions = []string{"s3:PutObjectRetention"}
+)
+
+// NeverGranted are the actions no key gets, on any bucket: each would let an
+// application weaken an object lock (delete a locked version or its Governance
+// retention, change or lift the bucket's lock or default retention, lift a legal hold
+// someone else placed: s3:PutObjectLegalHold sets and lifts alike) or take its bucket
+// over. PolicyDocument's tests hold every document against this list.
+var NeverGranted = []string{
+	"s3:BypassGovernanceRetention", "s3:PutBucketObjectLockConfiguration", "s3:PutObjectLegalHold",
+	"s3:DeleteObjectVersion", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:DeleteBucket",
+	"s3:PutBucketVersioning", "s3:PutBucketTagging", "s3:PutLifecycleConfiguration",
+}
+
 type statement struct {
 	Sid      string   `json:"Sid"`
 	Effect   string   `json:"Effect"`
@@ -114,6 +144,7 @@ type policyDocument struct {
 // an unchanged access writes the same document.
 func PolicyDocument(grants []Grant) (string, error) {
 	byMode := map[Mode][]string{}
+	var locked, retained []string
 	for _, g := range grants {
 		if g.Bucket == "" {
 			return "", fmt.Errorf("iam: empty bucket name in grant")
@@ -122,6 +153,12 @@ func PolicyDocument(grants []Grant) (string, error) {
 			return "", fmt.Errorf("iam: unknown mode %q for bucket %s", g.Mode, g.Bucket)
 		}
 		byMode[g.Mode] = append(byMode[g.Mode], g.Bucket)
+		if g.ObjectLock {
+			locked = append(locked, g.Bucket)
+		}
+		if g.ObjectLock && g.SetRetention && g.Mode == ReadWrite {
+			retained = append(retained, g.Bucket)
+		}
 	}
 	if len(byMode) == 0 {
 		return "", fmt.Errorf("iam: a policy needs at least one bucket")
@@ -143,6 +180,22 @@ func PolicyDocument(grants []Grant) (string, error) {
 			statement{Sid: string(mode) + "Objects", Effect: "Allow", Action: objectActions[mode], Resource: onObjects},
 		)
 	}
+	if len(locked) > 0 {
+		doc.Statement = append(doc.Statement, statement{Sid: "ObjectLockRead", Effect: "Allow", Action: lockReadActions, Resource: objectsOf(locked)})
+	}
+	if len(retained) > 0 {
+		doc.Statement = append(doc.Statement, statement{Sid: "ObjectLockRetention", Effect: "Allow", Action: lockRetainActions, Resource: objectsOf(retained)})
+	}
 	b, err := json.Marshal(doc)
 	return string(b), err
+}
+
+// objectsOf is the ARNs of the objects of buckets, sorted.
+func objectsOf(buckets []string) []string {
+	out := make([]string, 0, len(buckets))
+	for _, b := range buckets {
+		out = append(out, "arn:aws:s3:::"+b+"/*")
+	}
+	sort.Strings(out)
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -21,6 +22,31 @@ var (
 		Name: "bucketkeeper_s3_requests_total",
 		Help: "Requests sent to a store's endpoint (S3 and admin API), by store, operation and HTTP status code (or error kind when no answer arrived).",
 	}, []string{"store", "operation", "code"})
+
+	// IAMRequests counts every HTTP attempt to a store's IAM endpoint (the BucketAccess
+	// controller's and the access collector's), by operation and answer.
+	IAMRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_iam_requests_total",
+		Help: "Requests sent to a store's IAM endpoint, by store, operation and HTTP status code (or error kind when no answer arrived).",
+	}, []string{"store", "operation", "code"})
+
+	// AccessCollectorPasses, AccessCollectorSweeps and AccessCollectorKeyChecks count the
+	// access collector's passes over each IAM store, the sweeps they completed (every
+	// user judged) and the users whose keys they listed (users of another store's
+	// accesses, on an account both stores share): a sweep that does not end, or
+	// rechecks the same users, shows here.
+	AccessCollectorPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_passes_total",
+		Help: "Passes of the access collector over a store's IAM users, by store.",
+	}, []string{"store"})
+	AccessCollectorSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_sweeps_total",
+		Help: "Sweeps of the access collector that judged every IAM user of a store, by store.",
+	}, []string{"store"})
+	AccessCollectorKeyChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_access_collector_key_checks_total",
+		Help: "IAM users whose access keys the access collector listed, by store.",
+	}, []string{"store"})
 
 	// StatusWrites counts status patches; the operator skips writes that change nothing.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -48,6 +74,32 @@ var (
 		Name: "bucketkeeper_objectstore_ready",
 		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
 	}, []string{"store"})
+
+	// BucketDeletionBlocked is, for each StorageBucket whose deletion waits for locked
+	// object versions, since when (unix seconds): present only while it waits, so
+	// count() of it is how many buckets are blocked. Few buckets are ever in it.
+	BucketDeletionBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds",
+		Help: "Unix time since when a StorageBucket's deletion policy has been waiting for locked object versions (object lock); absent when it is not.",
+	}, []string{"namespace", "name"})
+
+	// ReceiverRequests counts the probe webhook's answers by key and status code. The key
+	// label is a namespaced key's id, "*" for the cluster-wide key, or "" when a request
+	// established no key (missing, unknown or malformed headers): what a caller sends
+	// never becomes a label value, so the series grow with the platform team's keys only,
+	// and a key's go when its Secret is deleted.
+	ReceiverRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bucketkeeper_receiver_requests_total",
+		Help: "Answers of the probe webhook, by key (id, \"*\" for the cluster-wide key, \"\" for none) and HTTP status code.",
+	}, []string{"key", "code"})
+
+	// ReceiverKeys is how many Secrets labelled as probe-webhook keys this replica uses
+	// (state "loaded") and how many it refuses as malformed ("invalid"); each refused
+	// one has a ReceiverKeyInvalid Event.
+	ReceiverKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_receiver_keys",
+		Help: "Namespaced keys of the probe webhook, by state (loaded, invalid).",
+	}, []string{"state"})
 
 	// ProbeScheduleLag is how late probe events leave the scheduler, budget delays included.
 	ProbeScheduleLag = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -94,23 +146,43 @@ var registerOnce sync.Once
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag)
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys)
 	})
 }
 
 // ObserveS3 records one S3 attempt. Without an HTTP answer the code is the error kind,
 // e.g. "Unreachable", so outages are visible in the same series.
 func ObserveS3(store, operation string, status int, err error) {
-	code := strconv.Itoa(status)
-	if status == 0 {
-		code = "none"
-		if err != nil {
-			code = s3.KindOf(err).String()
-		}
+	S3Requests.WithLabelValues(store, operation, attemptCode(status, err, func(err error) string { return s3.KindOf(err).String() })).Inc()
+}
+
+// ObserveIAM records one IAM attempt, coded as ObserveS3 codes S3's.
+func ObserveIAM(store, operation string, status int, err error) {
+	IAMRequests.WithLabelValues(store, operation, attemptCode(status, err, func(err error) string { return iam.KindOf(err).String() })).Inc()
+}
+
+// attemptCode is an attempt's HTTP status, or without an answer its error's kind.
+func attemptCode(status int, err error, kind func(error) string) string {
+	switch {
+	case status != 0:
+		return strconv.Itoa(status)
+	case err != nil:
+		return kind(err)
+	default:
+		return "none"
 	}
-	S3Requests.WithLabelValues(store, operation, code).Inc()
+}
+
+// ObserveCollectorPass records one access collector pass over a store; sweepDone
+// says it judged the store's last user.
+func ObserveCollectorPass(store string, keyChecks int, sweepDone bool) {
+	AccessCollectorPasses.WithLabelValues(store).Inc()
+	AccessCollectorKeyChecks.WithLabelValues(store).Add(float64(keyChecks))
+	if sweepDone {
+		AccessCollectorSweeps.WithLabelValues(store).Inc()
+	}
 }
 
 // ObserveStatusWrite records one status write of the given kind.
@@ -122,6 +194,32 @@ func ObserveStatusWrite(kind string) {
 func ObserveProbe(store, mode, result string, latency time.Duration) {
 	ProbeDuration.WithLabelValues(store, mode).Observe(latency.Seconds())
 	Probes.WithLabelValues(store, result).Inc()
+}
+
+// SetDeletionBlocked sets since when a StorageBucket's deletion has been waiting for
+// locked object versions, or removes its series when since is nil.
+func SetDeletionBlocked(namespace, name string, since *time.Time) {
+	if since == nil {
+		BucketDeletionBlocked.DeleteLabelValues(namespace, name)
+		return
+	}
+	BucketDeletionBlocked.WithLabelValues(namespace, name).Set(float64(since.Unix()))
+}
+
+// ObserveReceiverAnswer records one answer of the probe webhook (receiver.Options.Observe).
+func ObserveReceiverAnswer(key string, code int) {
+	ReceiverRequests.WithLabelValues(key, strconv.Itoa(code)).Inc()
+}
+
+// ForgetReceiverKey drops the series of a key whose Secret was deleted.
+func ForgetReceiverKey(key string) {
+	ReceiverRequests.DeletePartialMatch(prometheus.Labels{"key": key})
+}
+
+// SetReceiverKeys sets how many namespaced keys are loaded and refused.
+func SetReceiverKeys(loaded, invalid int) {
+	ReceiverKeys.WithLabelValues("loaded").Set(float64(loaded))
+	ReceiverKeys.WithLabelValues("invalid").Set(float64(invalid))
 }
 
 // SetStoreReady sets a store's health series, or removes it when ready is nil.

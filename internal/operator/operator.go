@@ -33,7 +33,6 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
-	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -184,12 +183,21 @@ func cacheOptions(opts Options) (cache.Options, error) {
 
 // s3Observer feeds every S3 request to the metrics and to opts.S3Observer, if set.
 func s3Observer(opts Options) func(store, op string, status int, err error) {
-	if opts.S3Observer == nil {
-		return metrics.ObserveS3
+	return bothObservers(metrics.ObserveS3, opts.S3Observer)
+}
+
+// iamObserver feeds every IAM request to the metrics and to opts.IAMObserver, if set.
+func iamObserver(opts Options) func(store, op string, status int, err error) {
+	return bothObservers(metrics.ObserveIAM, opts.IAMObserver)
+}
+
+// bothObservers calls metric and then extra, if set, for every request.
+func bothObservers(metric, extra func(store, op string, status int, err error)) func(store, op string, status int, err error) {
+	if extra == nil {
+		return metric
 	}
-	extra := opts.S3Observer
 	return func(store, op string, status int, err error) {
-		metrics.ObserveS3(store, op, status, err)
+		metric(store, op, status, err)
 		extra(store, op, status, err)
 	}
 }
@@ -250,7 +258,7 @@ func setupProbing(mgr manager.Manager, opts Options) (probing, error) {
 // setupControllers registers the ObjectStore, BucketAccess and StorageBucket
 // controllers.
 func setupControllers(mgr manager.Manager, opts Options, registry *stores.Registry, p probing) error {
-	access := &stores.AccessProviders{Stores: registry, Factory: opts.IAMFactory}
+	access := &stores.AccessProviders{Stores: registry, Factory: opts.IAMFactory, Observer: iamObserver(opts)}
 	leases, err := storeLeases(mgr, opts)
 	if err != nil {
 		return err
@@ -295,6 +303,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Interval:  opts.AccessCollectInterval,
 		Leases:    leases,
 		OnRevoked: accesses.Forget,
+		OnPass:    metrics.ObserveCollectorPass,
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}
@@ -308,6 +317,10 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		Prober:           p.prober,
 		ReconcileTimeout: opts.ReconcileTimeout,
+		OnDeletionBlocked: func(key types.NamespacedName, since *time.Time) {
+			metrics.SetDeletionBlocked(key.Namespace, key.Name, since)
+		},
+		CreateSettleTime: opts.CreateSettleTime,
 	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)
 	}
@@ -333,31 +346,6 @@ func storeLeases(mgr manager.Manager, opts Options) (*stores.Leases, error) {
 		Identity:  opts.LeaderElectionID,
 		Clock:     opts.Clock,
 	}, nil
-}
-
-// The receiver is a Runnable that serves on every replica, not only on the leader (the
-// receiver package does not import controller-runtime to say so itself).
-var _ manager.LeaderElectionRunnable = (*receiver.Receiver)(nil)
-
-// setupReceiver adds the probe-request webhook when opts asks for it.
-func setupReceiver(mgr manager.Manager, opts Options) error {
-	if opts.ReceiverBindAddress == "" {
-		return nil
-	}
-	rcv, err := receiver.New(receiver.Options{
-		BindAddress:    opts.ReceiverBindAddress,
-		Secret:         opts.ReceiverSecret,
-		TLSCertFile:    opts.ReceiverTLSCertFile,
-		TLSKeyFile:     opts.ReceiverTLSKeyFile,
-		MaxConnections: opts.ReceiverMaxConnections,
-		Requester:      &storagebucket.ProbeRequester{Client: mgr.GetClient(), Clock: opts.Clock},
-		Clock:          opts.Clock,
-		Log:            ctrl.Log.WithName("receiver"),
-	})
-	if err != nil {
-		return fmt.Errorf("setting up the probe receiver: %w", err)
-	}
-	return mgr.Add(rcv)
 }
 
 // setupHealthChecks serves /healthz and /readyz unless the address turns them off.

@@ -51,6 +51,10 @@ type Options struct {
 	S3RequestTimeout time.Duration
 	// ReconcileTimeout bounds each reconcile of either controller (default 2m).
 	ReconcileTimeout time.Duration
+	// CreateSettleTime is how long after a CreateBucket went unanswered the store may
+	// still carry it out (default 30s): a StorageBucket deleted meanwhile that finds no
+	// bucket waits until then before it concludes there is nothing to delete.
+	CreateSettleTime time.Duration
 	// MaxReconcilesPerStore caps the StorageBucket reconciles one store may have in
 	// flight while there are two or more stores, so a store that hangs cannot take
 	// every worker. Default: three quarters of Concurrency and always at least one
@@ -87,9 +91,20 @@ type Options struct {
 	DisableAvailabilityMetric bool
 
 	// ReceiverBindAddress, when set, serves the authenticated probe-request webhook
-	// there, signed with ReceiverSecret.
+	// there. Its keys are namespaced: Secrets in ReceiverKeysNamespace labelled
+	// bucketkeeper.io/secret-role=receiver-key, each reaching the namespaces it names.
 	ReceiverBindAddress string
-	ReceiverSecret      []byte
+	// ReceiverKeysNamespace is the one namespace whose labelled Secrets are receiver
+	// keys (default: the operator pod's namespace). Only the platform team should be
+	// able to write Secrets there: whoever can, can make a key for any namespace.
+	// Outside a cluster it must be named, unless ReceiverClusterWideSecret is the only
+	// key wanted.
+	ReceiverKeysNamespace string
+	// ReceiverClusterWideSecret, if set, is a key for requests that name none, which
+	// reaches every namespace: its holder may probe, and learn which claims use a
+	// bucket name, in all of them. Only for a platform team that chose so (the
+	// binary's --receiver-cluster-wide-key).
+	ReceiverClusterWideSecret []byte
 	// ReceiverTLSCertFile and ReceiverTLSKeyFile, both or neither, make the receiver
 	// serve HTTPS with that PEM certificate and key.
 	ReceiverTLSCertFile, ReceiverTLSKeyFile string
@@ -111,6 +126,8 @@ type Options struct {
 	AccessCollectInterval time.Duration
 	// IAMFactory builds IAM drivers (default iam.New).
 	IAMFactory iam.Factory
+	// IAMObserver, if set, sees every IAM request besides the metrics.
+	IAMObserver func(store, operation string, httpStatus int, err error)
 
 	// PprofBindAddress serves net/http/pprof there, for profiling; empty disables it.
 	PprofBindAddress string
@@ -147,6 +164,7 @@ func (o *Options) setDefaults() {
 		{&o.StatusHeartbeat, defaults.StatusHeartbeat},
 		{&o.S3RequestTimeout, defaults.S3RequestTimeout},
 		{&o.ReconcileTimeout, defaults.ReconcileTimeout},
+		{&o.CreateSettleTime, defaults.CreateSettleTime},
 		{&o.DefaultProbeInterval, defaults.ProbeInterval},
 		{&o.MinProbeRequestInterval, defaults.MinProbeRequestInterval},
 		{&o.AccessKeyGrace, defaults.AccessKeyGrace},
@@ -195,6 +213,23 @@ func (o *Options) validate() error {
 
 // inClusterNamespaceFile names the namespace of the pod the operator runs in.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// receiverKeysNamespace is where the receiver's namespaced keys live: the one named, or
+// the pod's own. Outside a cluster with only a cluster-wide key it is "": no
+// namespaced keys.
+func (o *Options) receiverKeysNamespace() (string, error) {
+	if o.ReceiverKeysNamespace != "" {
+		return o.ReceiverKeysNamespace, nil
+	}
+	data, err := os.ReadFile(inClusterNamespaceFile)
+	if err == nil {
+		return strings.TrimSpace(string(data)), nil
+	}
+	if len(o.ReceiverClusterWideSecret) > 0 {
+		return "", nil
+	}
+	return "", fmt.Errorf("the probe receiver reads its keys from the operator's namespace: outside a cluster, name it with --receiver-keys-namespace (%w)", err)
+}
 
 // leaseNamespace is where the stores' health-check Leases live: the leader-election
 // namespace, which defaults to the pod's own (as controller-runtime's does).

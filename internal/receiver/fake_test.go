@@ -65,12 +65,24 @@ func (f *fakeRequester) record(call string) {
 	f.calls = append(f.calls, call)
 }
 
-func (f *fakeRequester) BucketsNamed(_ context.Context, bucket string) ([]types.NamespacedName, error) {
-	f.record("BucketsNamed " + bucket)
+// BucketsNamed records "BucketsNamed <bucket>" for a lookup in every namespace and
+// "BucketsNamed <bucket> in <namespace>" for one in a namespace.
+func (f *fakeRequester) BucketsNamed(_ context.Context, bucket, namespace string) ([]types.NamespacedName, error) {
+	if namespace == "" {
+		f.record("BucketsNamed " + bucket)
+	} else {
+		f.record("BucketsNamed " + bucket + " in " + namespace)
+	}
 	if f.failBuckets[bucket] {
 		return nil, errBackend
 	}
-	return f.byBucket[bucket], nil
+	var out []types.NamespacedName
+	for _, k := range f.byBucket[bucket] {
+		if namespace == "" || k.Namespace == namespace {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeRequester) Exists(_ context.Context, key types.NamespacedName) (bool, error) {
@@ -116,10 +128,10 @@ func (f *fakeRequester) Probes() []types.NamespacedName {
 func newTestReceiver(t testing.TB, fake *fakeRequester, mutate func(*Options)) *Receiver {
 	t.Helper()
 	opts := Options{
-		BindAddress: "127.0.0.1:0",
-		Secret:      testSecret,
-		Requester:   fake,
-		Clock:       clocktesting.NewFakePassiveClock(testNow),
+		BindAddress:       "127.0.0.1:0",
+		ClusterWideSecret: testSecret,
+		Requester:         fake,
+		Clock:             clocktesting.NewFakePassiveClock(testNow),
 	}
 	if mutate != nil {
 		mutate(&opts)

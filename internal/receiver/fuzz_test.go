@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var fuzzMethods = []string{http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead}
@@ -24,6 +27,12 @@ var allowedCodes = map[int]bool{200: true, 202: true, 400: true, 401: true, 404:
 // never calls the Requester for a request that a separate, test-side check does not
 // consider authentic; and that the same request sent again triggers nothing new: 409
 // after a 202, otherwise the same answer as the first time.
+//
+// When keyed is true the request is sent under the namespaced key of team-a (and
+// signed with it when sign is true), to two receivers: one in the full world of
+// StorageBuckets, one in a world where only team-a's exist. The answers must be the
+// same, byte for byte, in both (a key learns nothing of other namespaces), and no
+// Requester call may be about another namespace.
 func FuzzHandler(f *testing.F) {
 	now := unixTS(testNow)
 	stale := unixTS(testNow.Add(-6 * time.Minute))
@@ -66,26 +75,63 @@ func FuzzHandler(f *testing.F) {
 		{2, directPhotos, now, "", true},
 	}
 	for _, s := range seeds {
-		f.Add(s.method, []byte(s.body), s.ts, s.sig, s.sign)
+		f.Add(s.method, []byte(s.body), s.ts, s.sig, s.sign, false)
 	}
+	for _, body := range []string{directPhotos, minioEvent, cephEvent, direct(keyMirror), `{"namespace":"team-b","name":"nope"}`,
+		`{"Records":[{"s3":{"bucket":{"name":"nobody-uses-this"}}}]}`, elevenBuckets, `{"namespace":"team-a","name":"broken"}`} {
+		f.Add(uint8(0), []byte(body), now, "", true, true)
+	}
+	f.Add(uint8(0), []byte(directPhotos), now, Sign(keyA.Secret, now, []byte(directPhotos)), false, true)
 
-	f.Fuzz(func(t *testing.T, method uint8, body []byte, ts, sig string, sign bool) {
+	f.Fuzz(func(t *testing.T, method uint8, body []byte, ts, sig string, sign, keyed bool) {
 		m := fuzzMethods[int(method)%len(fuzzMethods)]
+		keyID := ""
+		if keyed {
+			keyID = keyA.ID
+		}
 		if sign {
-			sig = Sign(testSecret, ts, body)
+			sig = SignWithKey(keyID, secretOf(keyed), ts, body)
 		}
 		fake := newFakeRequester()
-		h := newTestReceiver(t, fake, nil).Handler()
+		h := newKeyedReceiver(t, fake, func(o *Options) { o.ClusterWideSecret = testSecret }).Handler()
+		// Team-a's world alone, for the keyed requests' twin answers.
+		own := newFakeRequester()
+		for k := range own.existing {
+			if k.Namespace != keyA.Namespaces[0] {
+				delete(own.existing, k)
+			}
+		}
+		for b, keys := range own.byBucket {
+			own.byBucket[b] = slices.DeleteFunc(slices.Clone(keys), func(k types.NamespacedName) bool { return k.Namespace != keyA.Namespaces[0] })
+		}
+		ownH := newKeyedReceiver(t, own, func(o *Options) { o.ClusterWideSecret = testSecret }).Handler()
 
-		send := func() int {
+		sendTo := func(h http.Handler) answer {
 			req := httptest.NewRequest(m, ProbePath, bytes.NewReader(body))
 			// Set the map directly: fuzzed values need not be valid header text, and a
 			// server behind a proxy could still see odd bytes.
 			req.Header[TimestampHeader] = []string{ts}
 			req.Header[SignatureHeader] = []string{sig}
+			if keyed {
+				req.Header[KeyIDHeader] = []string{keyID}
+			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
-			return rec.Code
+			return answerOf(rec)
+		}
+		send := func() int {
+			got := sendTo(h)
+			if keyed {
+				if twin := sendTo(ownH); !got.equal(twin) {
+					t.Fatalf("team-a's key is answered %+v, and %+v where only team-a's StorageBuckets exist", got, twin)
+				}
+				for _, c := range fake.Calls() {
+					if !strings.Contains(c, " team-a/") && !strings.HasSuffix(c, " in team-a") {
+						t.Fatalf("team-a's key caused the Requester call %q", c)
+					}
+				}
+			}
+			return got.code
 		}
 
 		code := send()
@@ -93,7 +139,7 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("undocumented status %d for body %q", code, body)
 		}
 		authentic := m == http.MethodPost && len(body) <= MaxBodyBytes && independentlyFresh(ts) &&
-			independentlyValid(ts, sig, body)
+			independentlyValid(keyID, secretOf(keyed), ts, sig, body)
 		if calls := fake.Calls(); len(calls) > 0 && !authentic {
 			t.Fatalf("Requester called (%q) for an unauthenticated request (ts %q, sig %q)", calls, ts, sig)
 		}
@@ -124,10 +170,22 @@ func FuzzHandler(f *testing.F) {
 	})
 }
 
+// secretOf is the secret a fuzzed request is signed with: team-a's key's or the
+// cluster-wide one.
+func secretOf(keyed bool) []byte {
+	if keyed {
+		return keyA.Secret
+	}
+	return testSecret
+}
+
 // independentlyValid re-derives the signature with crypto/hmac directly rather than
 // through the package, so a bug shared by Sign and the verifier cannot hide itself.
-func independentlyValid(ts, sig string, body []byte) bool {
-	m := hmac.New(sha256.New, testSecret)
+func independentlyValid(keyID string, secret []byte, ts, sig string, body []byte) bool {
+	m := hmac.New(sha256.New, secret)
+	if keyID != "" {
+		m.Write([]byte(keyID + ":"))
+	}
 	m.Write([]byte(ts + "."))
 	m.Write(body)
 	return strings.HasPrefix(sig, "sha256=") && strings.EqualFold(sig[len("sha256="):], hex.EncodeToString(m.Sum(nil)))

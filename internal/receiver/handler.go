@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"golang.org/x/time/rate"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
@@ -26,6 +26,9 @@ const (
 	HealthzPath     = "/healthz"
 	TimestampHeader = "X-Bucketkeeper-Timestamp"
 	SignatureHeader = "X-Bucketkeeper-Signature"
+	// KeyIDHeader names the namespaced key a request is signed with (the key Secret's
+	// name); without it the request is signed with the cluster-wide key, if any.
+	KeyIDHeader = "X-Bucketkeeper-Key-Id"
 
 	// MaxBodyBytes is the largest body accepted. S3 event documents are a few KiB per
 	// record; anything bigger is not a probe request and is refused before it is read.
@@ -46,10 +49,12 @@ const (
 	msgInternal     = "internal error, retry later"
 	msgTooLarge     = "request body too large"
 	msgRateLimited  = "too many requests"
-	msgNotFound     = "no such StorageBucket"
-	msgNoMatch      = "no StorageBucket uses the named bucket(s)"
-	msgReplayed     = "this signed request was already accepted; sign a new one (new timestamp or body) to ask again"
-	msgCanaryOnly   = "every record is about a probe canary object (" + bkv1.CanaryPrefix + "); no probe requested"
+	// msgNotFound and msgNoMatch answer for a StorageBucket that does not exist and for
+	// one outside the key's namespaces alike: a key learns nothing of other namespaces.
+	msgNotFound   = "no such StorageBucket"
+	msgNoMatch    = "no StorageBucket uses the named bucket(s)"
+	msgReplayed   = "this signed request was already accepted; sign a new one (new timestamp or body) to ask again"
+	msgCanaryOnly = "every record is about a probe canary object (" + bkv1.CanaryPrefix + "); no probe requested"
 )
 
 // msgTooManyKeys refuses a request whose bucket names reach too many StorageBuckets.
@@ -81,8 +86,8 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
-// serveProbe enforces the order headers → size limit → read body → verify signature →
-// replay check → parse → rate limit → Requester.
+// serveProbe enforces the order headers (key id included) → size limit → read body →
+// verify signature → replay check → parse → rate limit → scope → Requester.
 //
 // Everything that can be judged without the body (both headers present once, a
 // well-formed signature, a fresh timestamp) is judged before a byte of it is read, so a
@@ -97,8 +102,13 @@ func serveHealthz(w http.ResponseWriter, req *http.Request) {
 // JSON decoder's error messages or the Requester, and it, the replay check and parsing
 // come before the rate limiter so that neither unauthenticated, replayed nor malformed
 // traffic, nor the events of the probes' own canary objects, can use up the signed
-// senders' budget.
-func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
+// senders' budget. The rate limiter comes before the scope check, so a request about a
+// StorageBucket outside the key's namespaces spends the same budget, and gets the same
+// answer, as one about a StorageBucket that does not exist.
+func (r *Receiver) serveProbe(rw http.ResponseWriter, req *http.Request) {
+	w := &statusWriter{ResponseWriter: rw}
+	keyLabel := ObserveNoKey
+	defer func() { r.observe(keyLabel, w.status) }()
 	log := r.log.WithValues("remote", req.RemoteAddr)
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -112,6 +122,9 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		refuse(w, http.StatusUnauthorized, msgUnauthorized)
 		return
 	}
+	key := claimed.key
+	keyLabel = key.observeLabel()
+	log = log.WithValues("key", keyLabel)
 	if req.ContentLength > MaxBodyBytes {
 		log.V(1).Info("probe request rejected", "reason", "body too large", "contentLength", req.ContentLength)
 		refuse(w, http.StatusRequestEntityTooLarge, msgTooLarge)
@@ -127,7 +140,9 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer release()
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	// The server's own writer, not the wrapper: MaxBytesReader tells it to close the
+	// connection after an oversized body.
+	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, MaxBodyBytes))
 	if err != nil {
 		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 			log.V(1).Info("probe request rejected", "reason", "body too large")
@@ -149,7 +164,8 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	// One signed request is accepted at most once: its MAC is held until its timestamp
 	// is stale, and given back if the request is not accepted (202), so that a client
 	// may retry a refused or failed request unchanged.
-	switch r.replays.claim(sum, claimed.expires, r.clock.Now()) {
+	replays := &key.state.replays
+	switch replays.claim(sum, claimed.expires, r.clock.Now()) {
 	case replayed:
 		log.V(1).Info("probe request rejected", "reason", "replayed")
 		writeError(w, http.StatusConflict, msgReplayed)
@@ -163,7 +179,7 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	accepted := false
 	defer func() {
 		if !accepted {
-			r.replays.release(sum)
+			replays.release(sum)
 		}
 	}()
 
@@ -182,8 +198,8 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	if now := r.clock.Now(); !r.limiter.AllowN(now, 1) {
-		w.Header().Set("Retry-After", strconv.Itoa(r.retryAfter(now)))
+	if wait, ok := r.allow(key); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
 		log.V(1).Info("probe request rejected", "reason", "rate limited")
 		writeError(w, http.StatusTooManyRequests, msgRateLimited)
 		return
@@ -191,7 +207,7 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 
 	ctx, cancel := context.WithTimeout(req.Context(), requesterTimeout)
 	defer cancel()
-	keys, status, err := r.resolve(ctx, target)
+	keys, status, err := r.resolve(ctx, target, key)
 	if err != nil {
 		log.Error(err, "looking up StorageBuckets failed")
 		writeError(w, http.StatusInternalServerError, msgInternal)
@@ -203,7 +219,9 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 		writeError(w, status, msgTooManyKeys)
 		return
 	case status != 0:
-		log.V(1).Info("probe request rejected", "reason", "no matching StorageBucket", "buckets", target.buckets)
+		// The log, for the platform team, may say what the answer does not.
+		log.V(1).Info("probe request rejected", "reason", "no matching StorageBucket in the key's namespaces",
+			"buckets", target.buckets, "outsideKey", target.key != nil && !key.allows(target.key.Namespace))
 		msg := msgNotFound
 		if target.key == nil {
 			msg = msgNoMatch
@@ -226,46 +244,11 @@ func (r *Receiver) serveProbe(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusAccepted, acceptedResponse{Requested: requested})
 }
 
-// resolve maps a parsed target to StorageBucket keys. A non-zero status means nothing
-// matched (404) or more than MaxBucketsPerRequest StorageBuckets did (400: each costs
-// an API write); err is a Requester failure.
-func (r *Receiver) resolve(ctx context.Context, t target) ([]types.NamespacedName, int, error) {
-	if t.key != nil {
-		ok, err := r.requester.Exists(ctx, *t.key)
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
-			return nil, http.StatusNotFound, nil
-		}
-		return []types.NamespacedName{*t.key}, 0, nil
-	}
-	var keys []types.NamespacedName
-	seen := map[types.NamespacedName]bool{}
-	for _, bucket := range t.buckets {
-		found, err := r.requester.BucketsNamed(ctx, bucket)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, k := range found {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) > MaxBucketsPerRequest {
-			return nil, http.StatusBadRequest, nil
-		}
-	}
-	if len(keys) == 0 {
-		return nil, http.StatusNotFound, nil
-	}
-	return keys, 0, nil
-}
-
 // claimedSignature is what a request's headers claim before its body is read: exactly
 // one fresh timestamp and one well-formed signature.
 type claimedSignature struct {
+	// key is the key the request names (the cluster-wide one when it names none).
+	key       *keyEntry
 	timestamp string
 	signature []byte
 	// expires is the instant the timestamp stops being fresh, how long a replay of the
@@ -274,14 +257,24 @@ type claimedSignature struct {
 }
 
 // checkHeaders judges everything about a request's authentication that needs no body:
-// exactly one timestamp and one signature header, the timestamp fresh, the signature
-// "sha256=" and the hex of a SHA-256 MAC. Freshness is checked before the signature
-// only because it is cheaper; every failure looks the same to the caller. A request
-// that passes has not been authenticated yet: anyone can write such headers, so verify
-// must still check the MAC over the body.
+// at most one key id, naming a key the receiver has (none: the cluster-wide key, if
+// there is one), exactly one timestamp and one signature header, the timestamp fresh,
+// the signature "sha256=" and the hex of a SHA-256 MAC. Freshness is checked before
+// the signature only because it is cheaper; every failure looks the same to the
+// caller. A request that passes has not been authenticated yet: anyone can write such
+// headers, so verify must still check the MAC over the body. An unknown key id costs
+// a map lookup and creates nothing.
 func (r *Receiver) checkHeaders(h http.Header) (claimedSignature, bool) {
-	tsValues, sigValues := h.Values(TimestampHeader), h.Values(SignatureHeader)
-	if len(tsValues) != 1 || len(sigValues) != 1 {
+	tsValues, sigValues, idValues := h.Values(TimestampHeader), h.Values(SignatureHeader), h.Values(KeyIDHeader)
+	if len(tsValues) != 1 || len(sigValues) != 1 || len(idValues) > 1 {
+		return claimedSignature{}, false
+	}
+	var id string
+	if len(idValues) == 1 {
+		id = idValues[0]
+	}
+	key, ok := r.keys.lookup(id, len(idValues) == 1)
+	if !ok {
 		return claimedSignature{}, false
 	}
 	ts, sig := tsValues[0], sigValues[0]
@@ -297,15 +290,16 @@ func (r *Receiver) checkHeaders(h http.Header) (claimedSignature, bool) {
 	if err != nil {
 		return claimedSignature{}, false
 	}
-	return claimedSignature{timestamp: ts, signature: got, expires: expires}, true
+	return claimedSignature{key: key, timestamp: ts, signature: got, expires: expires}, true
 }
 
-// verify reports whether the claimed signature is the MAC of its timestamp and body, and
-// if so returns that MAC (the replay guard's key).
+// verify reports whether the claimed signature is the MAC, with the claimed key, of
+// the key id, timestamp and body, and if so returns that MAC (the key's replay guard's
+// key).
 func (r *Receiver) verify(c claimedSignature, body []byte) (sum []byte, ok bool) {
 	// hmac.Equal is constant-time, so response timing reveals nothing about how much
 	// of a forged signature was right.
-	want := mac(r.secret, c.timestamp, body)
+	want := mac(c.key.secret, c.key.id, c.timestamp, body)
 	if !hmac.Equal(c.signature, want) {
 		return nil, false
 	}
@@ -340,10 +334,28 @@ func (r *Receiver) fresh(ts string) (expires time.Time, ok bool) {
 	return time.Unix(sec+maxAge+1, 0), true
 }
 
-// retryAfter is the whole number of seconds (at least 1) until a token is available.
-func (r *Receiver) retryAfter(now time.Time) int {
-	missing := 1 - r.limiter.TokensAt(now)
-	limit := float64(r.limiter.Limit())
+// allow takes a token from the key's limiter and from the total one, or from neither:
+// a key refused by the total limit gets its own token back, so a key is never charged
+// for a request that was not served. When refused, wait is the whole number of
+// seconds (at least 1) until the limiter that refused has a token.
+func (r *Receiver) allow(key *keyEntry) (wait int, ok bool) {
+	now := r.clock.Now()
+	own := key.state.limiter.ReserveN(now, 1)
+	if !own.OK() || own.DelayFrom(now) > 0 {
+		own.CancelAt(now)
+		return retryAfter(key.state.limiter, now), false
+	}
+	if !r.total.AllowN(now, 1) {
+		own.CancelAt(now)
+		return retryAfter(r.total, now), false
+	}
+	return 0, true
+}
+
+// retryAfter is the whole number of seconds (at least 1) until l has a token.
+func retryAfter(l *rate.Limiter, now time.Time) int {
+	missing := 1 - l.TokensAt(now)
+	limit := float64(l.Limit())
 	if missing <= 0 || limit <= 0 {
 		return 1
 	}
@@ -379,6 +391,22 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Connection", "close")
 	writeError(w, status, msg)
 }
+
+// statusWriter remembers the status code of the answer, for Options.Observe.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorResponse{Error: msg})

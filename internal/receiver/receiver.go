@@ -8,11 +8,14 @@
 // replica serve the endpoint (a load balancer may pick any of them) while only the
 // elected leader's controller acts.
 //
-// Requests are signed with a shared secret (HMAC-SHA256 over "timestamp.body") rather
-// than carrying a bearer token, so a captured request cannot be altered, and the
-// timestamp bounds how long a captured one could be replayed. Inside that window the
-// receiver remembers the signature of every request it acted on and refuses the same
-// request again (409), so a replay triggers nothing. With a certificate configured it
+// Requests are signed with a shared secret (HMAC-SHA256 over "keyid:timestamp.body",
+// or "timestamp.body" with the cluster-wide key) rather than carrying a bearer token,
+// so a captured request cannot be altered, nor moved to another key, and the timestamp
+// bounds how long a captured one could be replayed. Inside that window the receiver
+// remembers the signature of every request it acted on and refuses the same request
+// again (409), so a replay triggers nothing. Keys are namespaced (keys.go): a key
+// reaches the StorageBuckets of the namespaces it names and learns nothing about any
+// other; each has its own rate limit and replay guard. With a certificate configured it
 // serves HTTPS, so requests cannot be read on the way either. Connections, bodies in
 // memory and HTTP/2 streams are capped (limits.go), so what anyone who can reach the
 // port can make the receiver hold does not grow with the number of callers.
@@ -45,8 +48,9 @@ import (
 // annotating the StorageBucket (bucketkeeper.io/probe-requested-at), which the leader's
 // controller acts on. Keys are "namespace/name" pairs.
 type Requester interface {
-	// BucketsNamed returns the StorageBuckets whose status.bucketName is bucket (a field-index lookup); empty = none.
-	BucketsNamed(ctx context.Context, bucket string) ([]types.NamespacedName, error)
+	// BucketsNamed returns the StorageBuckets of namespace (all namespaces for "")
+	// whose status.bucketName is bucket (a field-index lookup); empty = none.
+	BucketsNamed(ctx context.Context, bucket, namespace string) ([]types.NamespacedName, error)
 	// Exists reports whether the StorageBucket exists.
 	Exists(ctx context.Context, key types.NamespacedName) (bool, error)
 	// RequestProbe asks for an immediate probe of key.
@@ -57,8 +61,18 @@ type Requester interface {
 type Options struct {
 	// BindAddress is where Start listens, e.g. "127.0.0.1:9443" or ":9443".
 	BindAddress string
-	// Secret is the HMAC key shared with callers (see LoadSecret).
-	Secret []byte
+	// ClusterWideSecret, if set, is the HMAC key of requests that name no key
+	// (KeyIDHeader): its holder may probe the StorageBuckets of every namespace, and
+	// learn which claims use a bucket name, so it is for a platform team that chose
+	// that explicitly (see LoadSecret).
+	ClusterWideSecret []byte
+	// NamespacedKeys says that keys will be set with SetKey (the operator loads them
+	// from Secrets); a receiver needs it, ClusterWideSecret or both.
+	NamespacedKeys bool
+	// WaitForKeys, if set, is waited on by Start before it listens, so a key that
+	// exists is not refused because it was not loaded yet; it returns false if ctx
+	// ended first.
+	WaitForKeys func(ctx context.Context) bool
 	// Requester turns verified requests into probe requests.
 	Requester Requester
 	// Clock judges timestamp freshness and refills the rate limiter (default: real).
@@ -67,10 +81,18 @@ type Options struct {
 	// (default 5m). It bounds replays and tolerates modest clock skew.
 	MaxAge time.Duration
 	// RequestsPerSecond and Burst bound the authenticated requests this receiver hands
-	// on (defaults 20 and 40), so a chatty webhook cannot flood the API server with
+	// on per key (defaults 20 and 40), so one key's holder cannot spend another's
+	// budget; TotalRequestsPerSecond and TotalBurst bound them for all keys together
+	// (defaults 40 and 80), so a chatty webhook cannot flood the API server with
 	// annotation writes.
-	RequestsPerSecond float64
-	Burst             int
+	RequestsPerSecond      float64
+	Burst                  int
+	TotalRequestsPerSecond float64
+	TotalBurst             int
+	// Observe, if set, sees every answer on the probe path: the key it was for (its
+	// id, ObserveClusterWideKey, or ObserveNoKey when none was established) and the
+	// status code. The operator counts them in a metric.
+	Observe func(key string, code int)
 	// Log receives one line per answered request; request data is never logged raw.
 	Log logr.Logger
 	// MaxConnections caps the connections open at once (default
@@ -89,8 +111,6 @@ const (
 	MinSecretLen = 16
 
 	defaultMaxAge = 5 * time.Minute
-	defaultRPS    = 20
-	defaultBurst  = 40
 
 	// shutdownTimeout bounds how long Start waits for in-flight requests after ctx ends.
 	shutdownTimeout = 5 * time.Second
@@ -102,14 +122,16 @@ const (
 // imports with coverage instrumentation, and controller-runtime is most of the operator.
 type Receiver struct {
 	bindAddress string
-	secret      []byte
+	keys        keyring
+	waitForKeys func(ctx context.Context) bool
 	requester   Requester
 	clock       clock.PassiveClock
 	maxAge      time.Duration
-	limiter     *rate.Limiter
-	replays     replayGuard
-	log         logr.Logger
-	handler     http.Handler
+	// total bounds the requests of all keys together; each key has its own too.
+	total   *rate.Limiter
+	observe func(key string, code int)
+	log     logr.Logger
+	handler http.Handler
 	// tlsConfig is nil for plain HTTP.
 	tlsConfig *tls.Config
 	maxConns  int
@@ -131,8 +153,13 @@ func New(opts Options) (*Receiver, error) {
 	if opts.Requester == nil {
 		return nil, errors.New("receiver: Requester is required")
 	}
-	if err := checkSecret(opts.Secret); err != nil {
-		return nil, fmt.Errorf("receiver: %w", err)
+	if len(opts.ClusterWideSecret) == 0 && !opts.NamespacedKeys {
+		return nil, errors.New("receiver: no keys: set ClusterWideSecret, NamespacedKeys or both")
+	}
+	if opts.ClusterWideSecret != nil {
+		if err := checkSecret(opts.ClusterWideSecret); err != nil {
+			return nil, fmt.Errorf("receiver: cluster-wide key: %w", err)
+		}
 	}
 	tlsConfig, err := loadTLS(opts.TLSCertFile, opts.TLSKeyFile)
 	if err != nil {
@@ -145,10 +172,19 @@ func New(opts Options) (*Receiver, error) {
 		opts.MaxAge = defaultMaxAge
 	}
 	if opts.RequestsPerSecond <= 0 {
-		opts.RequestsPerSecond = defaultRPS
+		opts.RequestsPerSecond = defaults.ReceiverKeyRequestsPerSecond
 	}
 	if opts.Burst <= 0 {
-		opts.Burst = defaultBurst
+		opts.Burst = defaults.ReceiverKeyBurst
+	}
+	if opts.TotalRequestsPerSecond <= 0 {
+		opts.TotalRequestsPerSecond = defaults.ReceiverRequestsPerSecond
+	}
+	if opts.TotalBurst <= 0 {
+		opts.TotalBurst = defaults.ReceiverBurst
+	}
+	if opts.Observe == nil {
+		opts.Observe = func(string, int) {}
 	}
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = defaults.ReceiverMaxConnections
@@ -156,18 +192,28 @@ func New(opts Options) (*Receiver, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
+	perKey, burst := rate.Limit(opts.RequestsPerSecond), opts.Burst
 	r := &Receiver{
 		bindAddress: opts.BindAddress,
+		keys: keyring{
+			newState: func() *keyState { return &keyState{limiter: rate.NewLimiter(perKey, burst)} },
+			byID:     map[string]*keyEntry{},
+			states:   map[string]*keyState{},
+		},
+		waitForKeys: opts.WaitForKeys,
+		requester:   opts.Requester,
+		clock:       opts.Clock,
+		maxAge:      opts.MaxAge,
+		total:       rate.NewLimiter(rate.Limit(opts.TotalRequestsPerSecond), opts.TotalBurst),
+		observe:     opts.Observe,
+		log:         opts.Log,
+		tlsConfig:   tlsConfig,
+		maxConns:    opts.MaxConnections,
+		bodies:      make(bodySlots, opts.MaxConnections),
+	}
+	if opts.ClusterWideSecret != nil {
 		// A private copy: the caller may wipe or reuse its slice.
-		secret:    bytes.Clone(opts.Secret),
-		requester: opts.Requester,
-		clock:     opts.Clock,
-		maxAge:    opts.MaxAge,
-		limiter:   rate.NewLimiter(rate.Limit(opts.RequestsPerSecond), opts.Burst),
-		log:       opts.Log,
-		tlsConfig: tlsConfig,
-		maxConns:  opts.MaxConnections,
-		bodies:    make(bodySlots, opts.MaxConnections),
+		r.keys.clusterWide = &keyEntry{secret: bytes.Clone(opts.ClusterWideSecret), state: r.keys.newState()}
 	}
 	r.handler = r.routes()
 	return r, nil
@@ -189,20 +235,24 @@ func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// LoadSecret reads the HMAC key from path (the --receiver-secret-file). Trailing
-// newlines are trimmed because editors and `echo` add them and the sender would not
-// sign with them. The key itself never appears in an error.
+// LoadSecret reads the cluster-wide HMAC key from path (the --receiver-secret-file).
+// Trailing newlines are trimmed (see TrimSecret). The key itself never appears in an
+// error.
 func LoadSecret(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading receiver secret: %w", err)
 	}
-	data = bytes.TrimRight(data, "\r\n")
+	data = TrimSecret(data)
 	if err := checkSecret(data); err != nil {
 		return nil, fmt.Errorf("receiver secret file %q: %w", path, err)
 	}
 	return data, nil
 }
+
+// TrimSecret drops the trailing newlines of a key read from a file or a Secret:
+// editors and `echo` add them, and the sender would not sign with them.
+func TrimSecret(secret []byte) []byte { return bytes.TrimRight(secret, "\r\n") }
 
 func checkSecret(secret []byte) error {
 	switch {
@@ -214,14 +264,28 @@ func checkSecret(secret []byte) error {
 	return nil
 }
 
-// Sign computes the header value for a body, for clients and tests: "sha256=" + hex(HMAC-SHA256(secret, timestamp + "." + body)).
+// Sign computes the header value of a request signed with the cluster-wide key, for
+// clients and tests: "sha256=" + hex(HMAC-SHA256(secret, timestamp + "." + body)).
 // The timestamp is inside the MAC so that it cannot be refreshed on a captured request.
 func Sign(secret []byte, timestamp string, body []byte) string {
-	return signaturePrefix + hex.EncodeToString(mac(secret, timestamp, body))
+	return SignWithKey("", secret, timestamp, body)
 }
 
-func mac(secret []byte, timestamp string, body []byte) []byte {
+// SignWithKey computes the header value of a request signed with the namespaced key
+// keyID: "sha256=" + hex(HMAC-SHA256(secret, keyID + ":" + timestamp + "." + body)).
+// The key id is inside the MAC so that a captured request cannot be sent again under
+// another key id (whose secret might be the same); ':' occurs in no key id and '.' in
+// no timestamp, so the signed string splits one way only. An empty keyID is Sign.
+func SignWithKey(keyID string, secret []byte, timestamp string, body []byte) string {
+	return signaturePrefix + hex.EncodeToString(mac(secret, keyID, timestamp, body))
+}
+
+func mac(secret []byte, keyID, timestamp string, body []byte) []byte {
 	m := hmac.New(sha256.New, secret)
+	if keyID != "" {
+		m.Write([]byte(keyID))
+		m.Write([]byte{':'})
+	}
 	m.Write([]byte(timestamp))
 	m.Write([]byte{'.'})
 	m.Write(body)
@@ -254,6 +318,11 @@ func (r *Receiver) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.mu.Unlock()
+
+	if r.waitForKeys != nil && !r.waitForKeys(ctx) {
+		// Stopped before the keys were loaded: nothing was served.
+		return nil
+	}
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", r.bindAddress)

@@ -3,8 +3,16 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -71,12 +79,14 @@ func TestLoadSecret(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	valid := Options{BindAddress: "127.0.0.1:0", Secret: testSecret, Requester: newFakeRequester()}
+	valid := Options{BindAddress: "127.0.0.1:0", ClusterWideSecret: testSecret, Requester: newFakeRequester()}
 	cases := map[string]func(*Options){
-		"no bind address": func(o *Options) { o.BindAddress = "" },
-		"no requester":    func(o *Options) { o.Requester = nil },
-		"no secret":       func(o *Options) { o.Secret = nil },
-		"short secret":    func(o *Options) { o.Secret = []byte("too-short") },
+		"no bind address":  func(o *Options) { o.BindAddress = "" },
+		"no requester":     func(o *Options) { o.Requester = nil },
+		"no key at all":    func(o *Options) { o.ClusterWideSecret = nil },
+		"short secret":     func(o *Options) { o.ClusterWideSecret = []byte("too-short") },
+		"empty secret":     func(o *Options) { o.ClusterWideSecret = []byte{} },
+		"short, with keys": func(o *Options) { o.ClusterWideSecret, o.NamespacedKeys = []byte("too-short"), true },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -91,8 +101,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New(valid): %v", err)
 	}
-	if r.maxAge != 5*time.Minute || r.limiter.Burst() != 40 || float64(r.limiter.Limit()) != 20 {
-		t.Errorf("defaults: maxAge %v burst %d rps %v", r.maxAge, r.limiter.Burst(), r.limiter.Limit())
+	perKey := r.keys.clusterWide.state.limiter
+	if r.maxAge != 5*time.Minute || perKey.Burst() != 40 || float64(perKey.Limit()) != 20 {
+		t.Errorf("defaults: maxAge %v burst %d rps %v per key", r.maxAge, perKey.Burst(), perKey.Limit())
+	}
+	if r.total.Burst() != 80 || float64(r.total.Limit()) != 40 {
+		t.Errorf("defaults: burst %d rps %v in total", r.total.Burst(), r.total.Limit())
+	}
+	if _, err := New(Options{BindAddress: "127.0.0.1:0", Requester: newFakeRequester(), NamespacedKeys: true}); err != nil {
+		t.Errorf("New with namespaced keys only: %v", err)
 	}
 	if r.maxConns != defaults.ReceiverMaxConnections || cap(r.bodies) != defaults.ReceiverMaxConnections {
 		t.Errorf("defaults: %d connections, %d body slots; want %d each", r.maxConns, cap(r.bodies), defaults.ReceiverMaxConnections)
@@ -265,5 +282,123 @@ func TestStartFailsWhenAddressInUse(t *testing.T) {
 	err = r.Start(ctx)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Start on a busy port = %v, want a listen error", err)
+	}
+}
+
+// selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its key as PEM
+// files, and returns their paths and a pool trusting the certificate.
+func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "bucketkeeper-receiver-test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func signedPost(t *testing.T, url string, body []byte) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := unixTS(time.Now())
+	req.Header.Set(TimestampHeader, ts)
+	req.Header.Set(SignatureHeader, Sign(testSecret, ts, body))
+	return req
+}
+
+// With a certificate the receiver serves HTTPS: a client verifying it against the
+// certificate gets its request served; one that does not trust it, or speaks plain
+// HTTP, gets nothing done.
+func TestStartServesTLS(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	fake := newFakeRequester()
+	r := newTestReceiver(t, fake, func(o *Options) { o.Clock = nil; o.TLSCertFile, o.TLSKeyFile = certFile, keyFile })
+	cancel, done := startReceiver(t, r)
+	defer cancel()
+	url := "https://" + r.Addr() + ProbePath
+
+	verifying := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	res, err := verifying.Do(signedPost(t, url, []byte(directPhotos)))
+	if err != nil {
+		t.Fatalf("HTTPS request with the certificate trusted: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted || res.TLS == nil || res.TLS.Version < tls.VersionTLS12 {
+		t.Fatalf("HTTPS request: %d %s (TLS %v), want 202 over TLS 1.2+", res.StatusCode, body, res.TLS)
+	}
+
+	// The system roots do not include a self-signed certificate: verification fails.
+	untrusting := &http.Client{Timeout: 10 * time.Second}
+	if _, err := untrusting.Do(signedPost(t, url, []byte(`{"namespace":"team-a","name":"logs"}`))); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("request not trusting the certificate: err = %v, want a certificate error", err)
+	}
+	res, err = untrusting.Do(signedPost(t, "http://"+r.Addr()+ProbePath, []byte(`{"namespace":"team-a","name":"logs"}`)))
+	if err == nil {
+		res.Body.Close()
+		if res.StatusCode == http.StatusAccepted {
+			t.Fatal("plain HTTP to the TLS port was served")
+		}
+	}
+	if got := fake.Probes(); len(got) != 1 || got[0] != keyPhotos {
+		t.Fatalf("probes = %v, want only the verified HTTPS request's", got)
+	}
+	cancel()
+	waitStopped(t, done)
+}
+
+func TestNewRejectsBadTLSFiles(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t)
+	otherCert, _, _ := selfSigned(t)
+	cases := map[string]struct{ cert, key, want string }{
+		"certificate without key": {cert: certFile, want: "both"},
+		"key without certificate": {key: keyFile, want: "both"},
+		"missing file":            {cert: certFile, key: filepath.Join(t.TempDir(), "absent"), want: "absent"},
+		"key of another cert":     {cert: otherCert, key: keyFile, want: "private key does not match"},
+		"key file is a cert":      {cert: certFile, key: certFile, want: certFile},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(Options{BindAddress: "127.0.0.1:0", ClusterWideSecret: testSecret, Requester: newFakeRequester(), TLSCertFile: c.cert, TLSKeyFile: c.key})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New = %v, want an error mentioning %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "PRIVATE KEY") {
+				t.Fatalf("error quotes key material: %v", err)
+			}
+		})
 	}
 }

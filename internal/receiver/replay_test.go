@@ -176,14 +176,14 @@ func TestReplayGuardForgetsStaleSignatures(t *testing.T) {
 			t.Fatalf("request %d: %d", i, rec.Code)
 		}
 	}
-	if n := r.replays.len(); n != 5 {
+	if n := r.keys.clusterWide.state.replays.len(); n != 5 {
 		t.Fatalf("guard holds %d signatures, want 5", n)
 	}
 	clk.SetTime(testNow.Add(6 * time.Minute))
 	if rec := serve(r.Handler(), signedRequest([]byte(directPhotos), unixTS(clk.Now()), testSecret)); rec.Code != http.StatusAccepted {
 		t.Fatalf("later request: %d", rec.Code)
 	}
-	if n := r.replays.len(); n != 1 {
+	if n := r.keys.clusterWide.state.replays.len(); n != 1 {
 		t.Fatalf("guard holds %d signatures after the window, want only the newest", n)
 	}
 }
@@ -192,7 +192,7 @@ func TestReplayGuardForgetsStaleSignatures(t *testing.T) {
 // before any lookup, more matching StorageBuckets before any probe request.
 func TestRequestNamesAtMostTenBuckets(t *testing.T) {
 	if MaxBucketsPerRequest != 10 {
-		t.Fatalf("MaxBucketsPerRequest = %d; the README documents 10", MaxBucketsPerRequest)
+		t.Fatalf("MaxBucketsPerRequest = %d; docs/probing.md documents 10", MaxBucketsPerRequest)
 	}
 	fake := newFakeRequester()
 	h := newTestReceiver(t, fake, nil).Handler()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -129,4 +131,35 @@ func TestAsStepErrorOther(t *testing.T) {
 			t.Errorf("Error() without message = %q, want the cause", got)
 		}
 	})
+}
+
+// TestTenantMessagesOmitStoreInternals: a store that cannot be reached gives the tenant's
+// condition the operation and the kind of failure, not the store's addresses (which the
+// cause text of a network error names); the full text stays on the error for the logs.
+func TestTenantMessagesOmitStoreInternals(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now: connection refused
+	c, err := s3.New(context.Background(), s3.Config{Endpoint: "http://" + addr, ForcePathStyle: true,
+		AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret-example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.HeadBucket(context.Background(), "team-a-data")
+	if s3.KindOf(err) != s3.KindUnreachable {
+		t.Fatalf("HeadBucket against a closed port: %v (kind %s), want unreachable", err, s3.KindOf(err))
+	}
+	se := AsStepError(err, `checking bucket "team-a-data"`)
+	if se.Reason != bkv1.ReasonStoreUnreachable {
+		t.Errorf("reason = %s, want %s", se.Reason, bkv1.ReasonStoreUnreachable)
+	}
+	if host, _, _ := net.SplitHostPort(addr); strings.Contains(se.Message, host) || !strings.Contains(se.Message, "HeadBucket") {
+		t.Errorf("tenant message %q: want the operation and no store address", se.Message)
+	}
+	if !strings.Contains(se.Err.Error(), addr) {
+		t.Errorf("the full error %q lost the address the logs need", se.Err)
+	}
 }

@@ -23,6 +23,12 @@ type Lifecycle[T client.Object] struct {
 	Status func(T) any
 	// OnWrite is called after every status write, with Kind; may be nil.
 	OnWrite func(kind string)
+	// Vanished runs, before Gone, when the object no longer exists, for what must still
+	// be done for an object that went without its deletion step: the API server may
+	// remove an object whose finalizer it reported added, when a deletion raced the
+	// finalizer (kubernetes/kubernetes#77988). A non-zero result or an error is the
+	// reconcile's, and Gone waits for the retry; may be nil.
+	Vanished func(context.Context, types.NamespacedName) (ctrl.Result, error)
 	// Gone runs when the object no longer exists, to drop what is remembered of it;
 	// may be nil.
 	Gone func(types.NamespacedName)
@@ -43,10 +49,18 @@ type Lifecycle[T client.Object] struct {
 // kind's deleting, suspend or normal step.
 func Run[T client.Object](ctx context.Context, c client.Client, req ctrl.Request, obj T, l Lifecycle[T]) (result ctrl.Result, retErr error) {
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) && l.Gone != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		if l.Vanished != nil {
+			if result, err := l.Vanished(ctx, req.NamespacedName); err != nil || !result.IsZero() {
+				return result, err
+			}
+		}
+		if l.Gone != nil {
 			l.Gone(req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, nil
 	}
 
 	var onWrite func()

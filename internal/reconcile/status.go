@@ -46,8 +46,12 @@ func (p *StatusPatcher) AfterWrite(f func()) { p.onCommit = append(p.onCommit, f
 
 // patch sends a merge patch of the object's status against the copy taken at the start.
 // Only the status parts are compared, so metadata or spec differences (a finalizer just
-// added) never cause a status write.
+// added) never cause a status write. An object that is gone needs no status.
 func (p *StatusPatcher) patch(ctx context.Context) error {
+	return client.IgnoreNotFound(p.write(ctx))
+}
+
+func (p *StatusPatcher) write(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(p.status(p.before), p.status(p.obj)) {
 		return nil
 	}
@@ -58,7 +62,7 @@ func (p *StatusPatcher) patch(ctx context.Context) error {
 	base := p.before.DeepCopyObject().(client.Object)
 	base.SetResourceVersion(p.obj.GetResourceVersion())
 	if err := p.client.Status().Patch(ctx, p.obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(err)
+		return err
 	}
 	if p.onWrite != nil {
 		p.onWrite()
@@ -69,12 +73,13 @@ func (p *StatusPatcher) patch(ctx context.Context) error {
 	return nil
 }
 
-// writeNow writes the status built so far at once, for a record that must be on the
+// WriteNow writes the status built so far at once, for a record that must be on the
 // server before the next step acts (the intent to create a bucket). The deferred patch
 // then compares against what was written here, and the Events queued so far, whose
-// transitions this write carries, are announced now.
+// transitions this write carries, are announced now. An object that is gone is an
+// error here: the record was not made, so the step it guards must not act.
 func (p *StatusPatcher) WriteNow(ctx context.Context) error {
-	if err := p.patch(ctx); err != nil {
+	if err := p.write(ctx); err != nil {
 		return err
 	}
 	p.before = p.obj.DeepCopyObject().(client.Object)

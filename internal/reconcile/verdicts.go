@@ -163,6 +163,10 @@ var guardrailReasons = map[string]bool{
 	bkv1.ReasonPublicAccessNotAllowed:   true,
 	bkv1.ReasonPolicyNotAllowed:         true,
 	bkv1.ReasonAdoptionNotAllowed:       true,
+	bkv1.ReasonObjectLockNotAllowed:     true,
+	// The claim is refused by one of the two above, and what it forbids could not be
+	// taken from the bucket.
+	bkv1.ReasonWithdrawalRefused: true,
 }
 
 // IsGuardrailRefusal says whether reason is the refusal of one of the platform team's

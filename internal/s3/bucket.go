@@ -49,16 +49,28 @@ func (c *client) firstBucketPage(ctx context.Context) (*awss3.ListBucketsOutput,
 }
 
 func (c *client) CreateBucket(ctx context.Context, bucket, region string) error {
+	return c.createBucket(ctx, createBucketInput(bucket, region))
+}
+
+// createBucket sends one attempt: a retry after an attempt whose answer was lost would
+// meet the bucket that attempt made, and its "already exists" would hide that the
+// bucket is the caller's own. The caller, which records its intent, decides what an
+// unanswered create means (see Unanswered).
+func (c *client) createBucket(ctx context.Context, in *awss3.CreateBucketInput) error {
+	return c.call(ctx, "CreateBucket", aws.ToString(in.Bucket), "", func(ctx context.Context) error {
+		_, err := c.api.CreateBucket(ctx, in, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
+		return err
+	})
+}
+
+func createBucketInput(bucket, region string) *awss3.CreateBucketInput {
 	in := &awss3.CreateBucketInput{Bucket: aws.String(bucket)}
 	if region != "" && region != DefaultRegion {
 		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
 			LocationConstraint: types.BucketLocationConstraint(region),
 		}
 	}
-	return c.call(ctx, "CreateBucket", bucket, "", func(ctx context.Context) error {
-		_, err := c.api.CreateBucket(ctx, in)
-		return err
-	})
+	return in
 }
 
 func (c *client) HeadBucket(ctx context.Context, bucket string) (string, error) {

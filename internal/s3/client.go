@@ -127,6 +127,25 @@ type Client interface {
 	UploadPart(ctx context.Context, bucket, key, uploadID string, number int32, body io.Reader, size int64, contentMD5 string) (string, error)
 	ListParts(ctx context.Context, bucket, key, uploadID string) ([]Part, error)
 	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []Part) (WriteResult, error)
+
+	// Object lock (lock.go).
+	//
+	// CreateBucketWithObjectLock is CreateBucket with object lock enabled (and so
+	// versioning).
+	CreateBucketWithObjectLock(ctx context.Context, bucket, region string) error
+	// GetObjectLockConfiguration returns the bucket's object lock; a bucket without
+	// it is the zero ObjectLockConfig, not an error.
+	GetObjectLockConfiguration(ctx context.Context, bucket string) (ObjectLockConfig, error)
+	// PutObjectLockConfiguration turns object lock on (where the store can, on a
+	// versioned bucket) and sets or removes its default retention.
+	PutObjectLockConfiguration(ctx context.Context, bucket string, cfg ObjectLockConfig) error
+	// GetObjectRetention returns a version's retention (Mode "" for none) and
+	// GetObjectLegalHold whether a legal hold is on it.
+	GetObjectRetention(ctx context.Context, bucket, key, versionID string) (ObjectRetention, error)
+	GetObjectLegalHold(ctx context.Context, bucket, key, versionID string) (bool, error)
+	// DeleteObjectsBypassingGovernance is DeleteObjects, deleting versions under
+	// Governance retention too.
+	DeleteObjectsBypassingGovernance(ctx context.Context, bucket string, objects []ObjectID) error
 }
 
 // VersioningStatus is a bucket's versioning state as S3 reports it.

@@ -403,6 +403,8 @@ var contractCases = []contractCase{
 
 	{"object data plane", objectDataContract},
 
+	{"object lock", lockContract},
+
 	{"steady state only reads", func(ctx context.Context, t *testing.T, s *store) {
 		b := s.bucket(t)
 		must(t, "CreateBucket", s.c.CreateBucket(ctx, b, ""))

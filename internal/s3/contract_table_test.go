@@ -7,7 +7,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The README's S3 store table (testenv.StoreTable): each contract case records its
+// docs/stores.md's S3 store table (testenv.StoreTable): each contract case records its
 // row's cell for its store, and TestContract checks the table once every store has
 // run every case.
 

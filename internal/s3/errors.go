@@ -104,6 +104,9 @@ var codeKinds = map[string]Kind{
 	"NoSuchLifecycleConfiguration":          KindNotFound,
 	"NoSuchPublicAccessBlockConfiguration":  KindNotFound,
 	"NoSuchPublicAccessBlockConfigurations": KindNotFound,
+	"ObjectLockConfigurationNotFoundError":  KindNotFound,
+	"NoSuchObjectLockConfiguration":         KindNotFound, // Versity: with status 400
+	"NoSuchObjectLegalHold":                 KindNotFound, // SeaweedFS
 
 	"BucketNotEmpty": KindNotEmpty,
 
@@ -156,6 +159,7 @@ var codeKinds = map[string]Kind{
 	"MovedPermanently":                        KindInvalid,
 	"IllegalVersioningConfigurationException": KindInvalid,
 	"InvalidBucketState":                      KindInvalid,
+	"InvalidRetentionPeriod":                  KindInvalid,
 	"BadRequest":                              KindInvalid,
 	"TooManyBuckets":                          KindInvalid, // AWS's per-account limit: a human raises it
 }
@@ -173,6 +177,28 @@ func KindOf(err error) Kind {
 	}
 	k, _, _ := classify(err)
 	return k
+}
+
+// Unanswered reports whether a failed request may have been carried out all the same,
+// and may even be carried out later: no answer came (a timeout, a dropped connection, a
+// canceled call) or the store answered with a server error, which can come after the
+// work was done. An answer that refuses the request (4xx), or a failure before anything
+// was sent (a TLS handshake, arguments refused here), says it was not.
+func Unanswered(err error) bool {
+	if err == nil {
+		return false
+	}
+	kind, status := KindUnknown, 0
+	var e *Error
+	if errors.As(err, &e) {
+		kind, status = e.Kind, e.StatusCode
+	} else {
+		kind, _, status = classify(err)
+	}
+	if status == 0 {
+		return kind != KindTLS && kind != KindInvalid
+	}
+	return status >= 500
 }
 
 // classify extracts the kind, the S3 error code and the HTTP status from a

@@ -18,7 +18,7 @@ import (
 // TestClassifyCannedResponses drives each Client call against a canned S3
 // error and checks the kind, the attempt count and that the error names the
 // operation and the bucket. What each kind means for a condition is the
-// controller's verdict table (internal/controller/verdicts.go).
+// controller's verdict table (internal/reconcile/verdicts.go).
 func TestClassifyCannedResponses(t *testing.T) {
 	listBuckets := func(ctx context.Context, c Client) error { _, err := c.ListBuckets(ctx); return err }
 	create := func(ctx context.Context, c Client) error { return c.CreateBucket(ctx, "b1", "") }
@@ -59,6 +59,10 @@ func TestClassifyCannedResponses(t *testing.T) {
 		{"internal error", listBuckets, 500, "InternalError", KindServerError, MaxAttempts},
 		{"bad gateway", listBuckets, 502, "", KindServerError, MaxAttempts},
 		{"invalid name", create, 400, "InvalidBucketName", KindInvalid, 1},
+		// CreateBucket is never retried: the next attempt would meet the bucket this one
+		// may have made, and its 409 would say someone else made it.
+		{"create server error", create, 500, "InternalError", KindServerError, 1},
+		{"create slow down", create, 503, "SlowDown", KindThrottled, 1},
 		{"wrong region", create, 400, "AuthorizationHeaderMalformed", KindInvalid, 1},
 		{"teapot", listBuckets, 418, "Teapot", KindUnknown, 1},
 	}
@@ -93,6 +97,35 @@ func TestClassifyCannedResponses(t *testing.T) {
 				t.Errorf("error %q lacks operation or bucket", err)
 			}
 		})
+	}
+}
+
+// TestUnanswered: a failure leaves open whether the request was carried out when no
+// answer came or the store answered with a server error; a refusal, or a failure before
+// anything was sent, says it was not.
+func TestUnanswered(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"timeout", &Error{Op: "CreateBucket", Kind: KindTimeout}, true},
+		{"dropped connection", &Error{Op: "CreateBucket", Kind: KindUnreachable}, true},
+		{"canceled", &Error{Op: "CreateBucket", Kind: KindCanceled}, true},
+		{"raw deadline", context.DeadlineExceeded, true},
+		{"internal error", &Error{Op: "CreateBucket", Kind: KindServerError, StatusCode: 500}, true},
+		{"slow down", &Error{Op: "CreateBucket", Kind: KindThrottled, StatusCode: 503}, true},
+		{"too many requests", &Error{Op: "CreateBucket", Kind: KindThrottled, StatusCode: 429}, false},
+		{"already owned", &Error{Op: "CreateBucket", Kind: KindAlreadyOwnedByYou, StatusCode: 409}, false},
+		{"access denied", &Error{Op: "CreateBucket", Kind: KindAccessDenied, StatusCode: 403}, false},
+		{"TLS handshake", &Error{Op: "CreateBucket", Kind: KindTLS}, false},
+		{"refused before sending", invalid("CreateBucket", "b1", "bad name"), false},
+	}
+	for _, tc := range cases {
+		if got := Unanswered(tc.err); got != tc.want {
+			t.Errorf("%s: Unanswered = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -61,6 +61,12 @@ func attemptMiddleware(limiter *rate.Limiter, observe func(string, int, error)) 
 	}
 }
 
+// ObserveAttempts reports each HTTP attempt of another AWS SDK client (the IAM
+// driver's) to observe as Config.Observer hears S3's; nil observes nothing.
+func ObserveAttempts(observe func(operation string, httpStatus int, err error)) func(*middleware.Stack) error {
+	return attemptMiddleware(nil, observe)
+}
+
 // waitError makes a token wait that would overrun the deadline look like
 // the deadline it is: rate.Limiter.Wait fails early with its own error when
 // the wait cannot finish in time.
@@ -94,6 +100,7 @@ var md5Operations = map[string]bool{
 	"PutPublicAccessBlock":            true,
 	"PutBucketVersioning":             true,
 	"PutBucketPolicy":                 true,
+	"PutObjectLockConfiguration":      true,
 }
 
 // contentMD5Middleware adds Content-MD5 to the operations above. It runs in

@@ -127,10 +127,21 @@ func (e *DeleteObjectsError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the first failure as an *Error.
-func (e *DeleteObjectsError) Unwrap() error { return e.first }
+// Unwrap returns the first failure as an *Error (nil for an error built without one).
+func (e *DeleteObjectsError) Unwrap() error {
+	if e.first == nil {
+		return nil
+	}
+	return e.first
+}
 
 func (c *client) DeleteObjects(ctx context.Context, bucket string, objects []ObjectID) error {
+	return c.deleteObjects(ctx, bucket, objects, false)
+}
+
+// deleteObjects sends DeleteObjects in batches, asking to bypass Governance retention
+// when bypassGovernance is set.
+func (c *client) deleteObjects(ctx context.Context, bucket string, objects []ObjectID, bypassGovernance bool) error {
 	if len(objects) == 0 {
 		return nil
 	}
@@ -144,10 +155,14 @@ func (c *client) DeleteObjects(ctx context.Context, bucket string, objects []Obj
 		var out *awss3.DeleteObjectsOutput
 		err := c.call(ctx, "DeleteObjects", bucket, "", func(ctx context.Context) error {
 			var err error
-			out, err = c.api.DeleteObjects(ctx, &awss3.DeleteObjectsInput{
+			in := &awss3.DeleteObjectsInput{
 				Bucket: aws.String(bucket),
 				Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
-			})
+			}
+			if bypassGovernance {
+				in.BypassGovernanceRetention = aws.Bool(true)
+			}
+			out, err = c.api.DeleteObjects(ctx, in)
 			return err
 		})
 		if err != nil {

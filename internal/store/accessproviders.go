@@ -3,24 +3,18 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 )
 
 // AccessProviderOf returns the store's effective access provider: the explicit one,
 // else Static when the store names application credentials (the behaviour before
 // accessProvider existed), else None.
 func AccessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
-	if p := store.Spec.AccessProvider; p != nil && p.Type != "" {
-		return p.Type
-	}
-	if store.Spec.ApplicationCredentialsSecretRef != nil {
-		return bkv1.AccessProviderStatic
-	}
-	return bkv1.AccessProviderNone
+	return store.Spec.AccessProviderType()
 }
 
 // IAMConfigOf says where a store's IAM API is: the configured endpoint, else the
@@ -44,14 +38,10 @@ func IAMConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
 type AccessProviders struct {
 	Stores  *Registry
 	Factory iam.Factory
+	// Observer is called for every IAM request, with the store's name; may be nil.
+	Observer func(store, operation string, httpStatus int, err error)
 
-	mu      sync.Mutex
-	drivers map[string]accessDriver
-}
-
-type accessDriver struct {
-	version string
-	driver  iam.Driver
+	drivers memo.Versioned[string, iam.Driver]
 }
 
 // DriverFor returns the IAM driver of a store whose access provider is IAM.
@@ -65,35 +55,33 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 		return nil, err
 	}
 	version := fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, credsVersion)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if d, ok := a.drivers[store.Name]; ok && d.version == version {
-		return d.driver, nil
-	}
-	endpoint, region := IAMConfigOf(store)
-	d, err := a.Factory(ctx, iam.Config{
-		Endpoint:              endpoint,
-		Region:                region,
-		AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
-		SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
-		SessionToken:          creds[bkv1.CredentialsKeySessionToken],
-		CABundle:              []byte(store.Spec.CABundle),
-		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
-		Timeout:               10 * time.Second,
+	return a.drivers.Get(store.Name, version, func() (iam.Driver, error) {
+		endpoint, region := IAMConfigOf(store)
+		d, err := a.Factory(ctx, iam.Config{
+			Endpoint:              endpoint,
+			Region:                region,
+			AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
+			SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
+			SessionToken:          creds[bkv1.CredentialsKeySessionToken],
+			CABundle:              []byte(store.Spec.CABundle),
+			InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
+			Timeout:               defaults.IAMRequestTimeout,
+			Observer:              a.observer(store.Name),
+		})
+		if err != nil {
+			return nil, &Error{Reason: bkv1.ReasonAccessProviderUnavailable, Message: fmt.Sprintf("cannot build an IAM client for store %s: %v", store.Name, err)}
+		}
+		return d, nil
 	})
-	if err != nil {
-		return nil, &Error{Reason: bkv1.ReasonAccessProviderUnavailable, Message: fmt.Sprintf("cannot build an IAM client for store %s: %v", store.Name, err)}
-	}
-	if a.drivers == nil {
-		a.drivers = map[string]accessDriver{}
-	}
-	a.drivers[store.Name] = accessDriver{version: version, driver: d}
-	return d, nil
 }
 
 // Forget drops the driver of a deleted store.
-func (a *AccessProviders) Forget(store string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.drivers, store)
+func (a *AccessProviders) Forget(store string) { a.drivers.Forget(store) }
+
+// observer is Observer bound to one store's name, or nil without an Observer.
+func (a *AccessProviders) observer(store string) func(op string, status int, err error) {
+	if a.Observer == nil {
+		return nil
+	}
+	return func(op string, status int, err error) { a.Observer(store, op, status, err) }
 }

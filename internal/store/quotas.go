@@ -13,11 +13,6 @@ import (
 
 // quotaEntry is a store's admin-API client as of one version of the store and its
 // admin credentials.
-type quotaEntry struct {
-	version string
-	client  quota.Client
-}
-
 // QuotaClientFor returns the client of the store's admin API (spec.adminAPI), rebuilt
 // when the store or the admin credentials Secret changes. A store without an adminAPI
 // has none: the error is a NotImplemented *s3.Error, so a bucket's quota on it reads as
@@ -36,40 +31,31 @@ func (r *Registry) QuotaClientFor(ctx context.Context, store *bkv1.ObjectStore) 
 	if _, err := r.ClientFor(ctx, store); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var limiter *rate.Limiter
-	if e, ok := r.clients[store.Name]; ok {
+	if e, ok := r.clients.Current(store.Name); ok {
 		limiter = e.limiter
 	}
-	// The limiter is part of the version: a client rebuilt for the store's S3 side
-	// (another budget) rebuilds the admin client on it.
 	version := fmt.Sprintf("%s/%d/%s/%p", store.UID, store.Generation, credsVersion, limiter)
-	if e, ok := r.quotas[store.Name]; ok && e.version == version {
-		return e.client, nil
-	}
-	factory := r.QuotaFactory
-	if factory == nil {
-		factory = quota.New
-	}
-	c, err := factory(quota.Config{
-		Type:                  api.Type,
-		Endpoint:              store.Spec.Endpoint,
-		Region:                Region(store),
-		AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
-		SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
-		CABundle:              []byte(store.Spec.CABundle),
-		InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
-		RequestTimeout:        r.RequestTimeout,
-		Limiter:               limiter,
-		Observer:              r.observer(store.Name),
+	return r.quotas.Get(store.Name, version, func() (quota.Client, error) {
+		factory := r.QuotaFactory
+		if factory == nil {
+			factory = quota.New
+		}
+		c, err := factory(quota.Config{
+			Type:                  api.Type,
+			Endpoint:              store.Spec.Endpoint,
+			Region:                Region(store),
+			AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
+			SecretAccessKey:       creds[bkv1.CredentialsKeySecretAccessKey],
+			CABundle:              []byte(store.Spec.CABundle),
+			InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
+			RequestTimeout:        r.RequestTimeout,
+			Limiter:               limiter,
+			Observer:              r.observer(store.Name),
+		})
+		if err != nil {
+			return nil, &Error{Reason: bkv1.ReasonAdminAPIUnavailable, Message: fmt.Sprintf("cannot build an admin API client for store %s: %v", store.Name, err)}
+		}
+		return c, nil
 	})
-	if err != nil {
-		return nil, &Error{Reason: bkv1.ReasonAdminAPIUnavailable, Message: fmt.Sprintf("cannot build an admin API client for store %s: %v", store.Name, err)}
-	}
-	if r.quotas == nil {
-		r.quotas = map[string]quotaEntry{}
-	}
-	r.quotas[store.Name] = quotaEntry{version: version, client: c}
-	return c, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -50,8 +51,8 @@ type Registry struct {
 	Shards int
 
 	mu      sync.Mutex
-	clients map[string]*storeClients
-	quotas  map[string]quotaEntry
+	clients memo.Versioned[string, *storeClients]
+	quotas  memo.Versioned[string, quota.Client]
 	secrets map[string]Secret // by "<namespace>/<name>"; see SecretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
@@ -85,11 +86,12 @@ func (r *Registry) checkEvents() chan event.TypedGenericEvent[client.Object] {
 // store's request budget (limiter), rebuilt together when the store or its credentials
 // change (version).
 type storeClients struct {
-	version string
 	limiter *rate.Limiter
 	// purges is the part of the budget that every purge on the store together may
 	// spend (see PurgeBudget); nil when the store has no budget.
-	purges   *rate.Limiter
+	purges *rate.Limiter
+
+	mu       sync.Mutex
 	byRegion map[string]s3.Client
 	// introducedBy names, for each region but the store's own, the namespace whose
 	// bucket first asked for it (see admitRegion).
@@ -138,23 +140,17 @@ func (r *Registry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore,
 	}
 	version := fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, credsVersion)
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	entry, ok := r.clients[store.Name]
-	if !ok || entry.version != version {
+	entry, _ := r.clients.Get(store.Name, version, func() (*storeClients, error) {
 		perSecond, burst := r.Budget(store)
-		entry = &storeClients{
-			version:      version,
+		return &storeClients{
 			limiter:      s3.NewLimiter(perSecond, burst),
 			purges:       s3.NewLimiter(perSecond/purgeShare, max(1, burst/purgeShare)),
 			byRegion:     map[string]s3.Client{},
 			introducedBy: map[string]string{},
-		}
-		if r.clients == nil {
-			r.clients = map[string]*storeClients{}
-		}
-		r.clients[store.Name] = entry
-	}
+		}, nil
+	})
+	entry.mu.Lock()
+	defer entry.mu.Unlock()
 	if c, ok := entry.byRegion[region]; ok {
 		return c, nil
 	}
@@ -219,9 +215,7 @@ const purgeShare = 4
 // provisioned and probed with. nil means no bound (the store has no budget, or no
 // client was built for it yet, which ClientForRegion does first).
 func (r *Registry) PurgeBudget(store *bkv1.ObjectStore) *rate.Limiter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if entry, ok := r.clients[store.Name]; ok {
+	if entry, ok := r.clients.Current(store.Name); ok {
 		return entry.purges
 	}
 	return nil
@@ -249,10 +243,8 @@ func ShardBudget(perSecond float64, burst, shards int) (float64, int) {
 
 // Forget drops the client of a deleted store.
 func (r *Registry) Forget(store string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.clients, store)
-	delete(r.quotas, store)
+	r.clients.Forget(store)
+	r.quotas.Forget(store)
 }
 
 // credentials reads the Secret ref names and returns its data and a version string

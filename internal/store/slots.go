@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 )
 
 // Per-store reconcile slots.
@@ -37,8 +38,7 @@ const BusyDelay = 2 * time.Second
 
 // storeSlots counts in-flight reconciles per store.
 type storeSlots struct {
-	mu       sync.Mutex
-	inFlight map[string]int
+	inFlight memo.Map[string, int]
 }
 
 // tryAcquire takes one of store's limit slots if one is free and returns the function that
@@ -47,23 +47,19 @@ func (s *storeSlots) tryAcquire(store string, limit int) (release func(), ok boo
 	if limit <= 0 {
 		return func() {}, true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inFlight[store] >= limit {
+	s.inFlight.Update(store, func(n int, _ bool) (int, bool) {
+		if ok = n < limit; ok {
+			n++
+		}
+		return n, n > 0
+	})
+	if !ok {
 		return nil, false
 	}
-	if s.inFlight == nil {
-		s.inFlight = map[string]int{}
-	}
-	s.inFlight[store]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.inFlight[store]--; s.inFlight[store] <= 0 {
-				delete(s.inFlight, store)
-			}
+			s.inFlight.Update(store, func(n int, _ bool) (int, bool) { return n - 1, n > 1 })
 		})
 	}, true
 }

@@ -76,7 +76,7 @@ func TestOtherClusterNeverRebinds(t *testing.T) {
 			return err
 		}
 		if c := findCondition(stalled, bkv1.ConditionStalled); c == nil || c.Reason != bkv1.ReasonOwnedByAnotherCluster {
-			return errorf("conditions: %s", describe(stalled.Status.Conditions))
+			return errorf("conditions: %s", testenv.DescribeConditions(stalled.Status.Conditions))
 		}
 		return nil
 	})

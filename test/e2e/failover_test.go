@@ -8,13 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -39,7 +36,8 @@ func TestFailoverWithBinary(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
 	}
-	kubeconfig := writeKubeconfig(t, filepath.Join(dir, "kubeconfig"))
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
 	a := startBinary(t, bin, kubeconfig, filepath.Join(dir, "a.log"))
 	b := startBinary(t, bin, kubeconfig, filepath.Join(dir, "b.log"))
 	f := newFixture(t, "")
@@ -93,7 +91,7 @@ func TestFailoverWithBinary(t *testing.T) {
 		f.eventually(30*time.Second, "the new leader to handle the probe request on "+sb.Name, func() error {
 			must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got))
 			if got.Status.LastHandledProbeRequest != requested {
-				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, describe(got.Status.Conditions))
+				return fmt.Errorf("lastHandledProbeRequest=%q, want %q; %s", got.Status.LastHandledProbeRequest, requested, testenv.DescribeConditions(got.Status.Conditions))
 			}
 			return nil
 		})
@@ -124,23 +122,6 @@ func TestFailoverWithBinary(t *testing.T) {
 	}
 	// The fixture's cleanup deletes the 21 claims while the survivor still runs: its
 	// t.Cleanup was registered after startBinary's, so it runs first.
-}
-
-// writeKubeconfig writes the envtest admin's client certificate as a kubeconfig file,
-// which is all the binary reads (controller-runtime's --kubeconfig).
-func writeKubeconfig(t *testing.T, path string) string {
-	t.Helper()
-	server := cfg.Host
-	if !strings.HasPrefix(server, "https://") && !strings.HasPrefix(server, "http://") {
-		server = "https://" + server
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	must(t, clientcmd.WriteToFile(*kc, path))
-	return path
 }
 
 // binary is one replica of the operator running as its own process.

@@ -47,24 +47,14 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	cp, err := testenv.StartControlPlane()
+	suite, err := testenv.StartSuite(operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer stop("control plane", cp.Stop)
-	cfg = cp.Config
-	servers, closeServers, err := testenv.StartS3Servers(testenv.SeaweedFS, testenv.Versity, testenv.RGW)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer closeServers()
-	seaweed, versity, rgw = servers[0], servers[1], servers[2]
-	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer suite.Stop()
+	cfg, k8s = suite.Config, suite.Client
+	seaweed, versity, rgw = suite.Servers[0], suite.Servers[1], suite.Servers[2]
 	return tenantTable.CheckAfterRun(m.Run(), tenantTableStores)
 }
 
@@ -181,12 +171,12 @@ func (f *fixture) cleanup() {
 	for i := range list.Items {
 		_ = k8s.Delete(ctx, &list.Items[i])
 	}
-	if err := poll(ctx, func() error {
+	if err := testenv.Poll(ctx, func() error {
 		if err := k8s.List(ctx, list, client.InNamespace(f.ns)); err != nil {
 			return err
 		}
 		if n := len(list.Items); n > 0 {
-			return fmt.Errorf("%d StorageBuckets left, e.g. %s: %s", n, list.Items[0].Name, describe(list.Items[0].Status.Conditions))
+			return fmt.Errorf("%d StorageBuckets left, e.g. %s: %s", n, list.Items[0].Name, testenv.DescribeConditions(list.Items[0].Status.Conditions))
 		}
 		return nil
 	}); err != nil {
@@ -195,10 +185,10 @@ func (f *fixture) cleanup() {
 	}
 	store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}}
 	_ = k8s.Delete(ctx, store)
-	if err := poll(ctx, func() error {
+	if err := testenv.Poll(ctx, func() error {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(store), store)
 		if err == nil {
-			return fmt.Errorf("ObjectStore %s still there: %s", f.store, describe(store.Status.Conditions))
+			return fmt.Errorf("ObjectStore %s still there: %s", f.store, testenv.DescribeConditions(store.Status.Conditions))
 		}
 		return client.IgnoreNotFound(err)
 	}); err != nil {
@@ -235,7 +225,7 @@ func (f *fixture) waitCondition(sb *bkv1.StorageBucket, typ string, status metav
 		}
 		c := apimeta.FindStatusCondition(got.Status.Conditions, typ)
 		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) || c.ObservedGeneration != got.Generation {
-			return fmt.Errorf("conditions: %s", describe(got.Status.Conditions))
+			return fmt.Errorf("conditions: %s", testenv.DescribeConditions(got.Status.Conditions))
 		}
 		return nil
 	})
@@ -282,32 +272,9 @@ func (f *fixture) eventually(timeout time.Duration, what string, cond func() err
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.ctx, timeout)
 	defer cancel()
-	if err := poll(ctx, cond); err != nil {
+	if err := testenv.Poll(ctx, cond); err != nil {
 		f.t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
 	}
-}
-
-// poll calls cond every 200ms until it returns nil or ctx ends (its last error).
-func poll(ctx context.Context, cond func() error) error {
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func describe(conds []metav1.Condition) string {
-	var b strings.Builder
-	for _, c := range conds {
-		fmt.Fprintf(&b, "[%s=%s %s: %s] ", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
 }
 
 func must(t *testing.T, err error) {

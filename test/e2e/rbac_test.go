@@ -136,7 +136,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	f.eventually(60*time.Second, "Ready=False naming the refusal on "+denied.Name, func() error {
 		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(denied), got))
 		if c := apimeta.FindStatusCondition(got.Status.Conditions, bkv1.ConditionReady); c == nil || !strings.Contains(c.Message, "forbidden") {
-			return fmt.Errorf("conditions: %s", describe(got.Status.Conditions))
+			return fmt.Errorf("conditions: %s", testenv.DescribeConditions(got.Status.Conditions))
 		}
 		return nil
 	})
@@ -165,7 +165,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	})
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(denied), got))
 	if apimeta.IsStatusConditionTrue(got.Status.Conditions, bkv1.ConditionReady) {
-		t.Fatalf("became Ready without create on secrets: %s", describe(got.Status.Conditions))
+		t.Fatalf("became Ready without create on secrets: %s", testenv.DescribeConditions(got.Status.Conditions))
 	}
 
 	// Giving the verb back is enough: the retry with backoff finishes the claim.

@@ -126,7 +126,7 @@ func testTenantReachesOnlyItsOwnBuckets(t *testing.T, srv *testenv.S3Server) {
 	attempts := []struct {
 		name   string
 		reason string
-		row    string // of the README's tenant table; "" for none
+		row    string // of docs/stores.md's tenant table; "" for none
 		spec   func(*bkv1.StorageBucket)
 	}{
 		{"adopt-if-unowned", bkv1.ReasonAdoptionNotAllowed, rowTenantAdopt, func(sb *bkv1.StorageBucket) {

@@ -22,7 +22,7 @@ func fullValues() map[string]any {
 	return map[string]any{
 		"manager": map[string]any{
 			"concurrency": 8, "syncInterval": "3m", "usageInterval": "7m", "statusHeartbeat": "2m",
-			"s3RequestTimeout": "45s", "reconcileTimeout": "5m",
+			"s3RequestTimeout": "45s", "reconcileTimeout": "5m", "createSettleTime": "40s",
 			"defaultProbeInterval": "30s", "minProbeRequestInterval": "20s", "watchNamespace": "apps",
 			"watchLabelSelector": "shard in (a,b),tier!=test", "shardCount": 3, "disableAvailabilityMetric": true,
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
@@ -35,7 +35,8 @@ func fullValues() map[string]any {
 		"healthProbe": map[string]any{"bindAddress": ":9081"},
 		"metrics":     map[string]any{"bindAddress": ":9443", "secure": false},
 		"receiver": map[string]any{
-			"enabled": true, "bindAddress": ":9090", "existingSecret": "bucketkeeper-receiver", "secretKey": "hmac",
+			"enabled": true, "bindAddress": ":9090", "keysNamespace": "bucketkeeper-keys",
+			"clusterWideKey": true, "existingSecret": "bucketkeeper-receiver", "secretKey": "hmac",
 			"tls": map[string]any{"existingSecret": "bucketkeeper-receiver-tls"},
 		},
 		"logging": map[string]any{
@@ -48,7 +49,7 @@ func fullValues() map[string]any {
 // fullFlags is what fullValues must render.
 var fullFlags = map[string]string{
 	"concurrency": "8", "sync-interval": "3m", "usage-interval": "7m", "status-heartbeat": "2m",
-	"s3-request-timeout": "45s", "reconcile-timeout": "5m",
+	"s3-request-timeout": "45s", "reconcile-timeout": "5m", "create-settle-time": "40s",
 	"default-probe-interval": "30s", "min-probe-request-interval": "20s", "watch-namespace": "apps",
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
@@ -57,7 +58,8 @@ var fullFlags = map[string]string{
 	"leader-election-id": "shard-a.bucketkeeper.io", "leader-election-lease-duration": "30s",
 	"leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s",
 	"health-probe-bind-address": ":9081", "metrics-bind-address": ":9443", "metrics-secure": "false",
-	"receiver-bind-address": ":9090", "receiver-secret-file": "/etc/bucketkeeper/receiver/hmac",
+	"receiver-bind-address": ":9090", "receiver-keys-namespace": "bucketkeeper-keys",
+	"receiver-cluster-wide-key": "true", "receiver-secret-file": "/etc/bucketkeeper/receiver/hmac",
 	"receiver-tls-cert-file": "/etc/bucketkeeper/receiver-tls/tls.crt", "receiver-tls-key-file": "/etc/bucketkeeper/receiver-tls/tls.key",
 	"zap-log-level": "debug", "zap-encoder": "console", "zap-devel": "true",
 	"zap-stacktrace-level": "panic", "zap-time-encoding": "rfc3339",
@@ -129,6 +131,64 @@ func TestManagerAcceptsRenderedArgs(t *testing.T) {
 			if err != nil {
 				first, _, _ := strings.Cut(string(out), "\n")
 				t.Errorf("bucketkeeper %v -help: %v: %s", c.Args, err, first)
+			}
+		})
+	}
+}
+
+// TestChartReceiverKeys: the webhook's keys are namespaced unless the values choose the
+// cluster-wide key explicitly. receiver.existingSecret alone (the chart's only key
+// before namespaced keys) is refused, not silently kept as a key for every namespace,
+// and so is clusterWideKey without the Secret; namespaced keys alone mount nothing.
+func TestChartReceiverKeys(t *testing.T) {
+	for name, c := range map[string]struct {
+		receiver map[string]any
+		wantErr  string
+		wantArgs map[string]string
+		noArgs   []string
+	}{
+		"existingSecret without clusterWideKey": {receiver: map[string]any{"enabled": true, "existingSecret": "hmac"},
+			wantErr: "receiver.clusterWideKey=true"},
+		"clusterWideKey without existingSecret": {receiver: map[string]any{"enabled": true, "clusterWideKey": true},
+			wantErr: "needs receiver.existingSecret"},
+		"namespaced keys only": {receiver: map[string]any{"enabled": true},
+			wantArgs: map[string]string{"receiver-bind-address": ":8082"},
+			noArgs:   []string{"receiver-secret-file", "receiver-cluster-wide-key", "receiver-keys-namespace"}},
+		"cluster-wide key chosen": {receiver: map[string]any{"enabled": true, "clusterWideKey": true, "existingSecret": "hmac"},
+			wantArgs: map[string]string{"receiver-cluster-wide-key": "true", "receiver-secret-file": "/etc/bucketkeeper/receiver/secret"}},
+		"disabled, with a stale existingSecret": {receiver: map[string]any{"enabled": false, "existingSecret": "hmac"},
+			noArgs: []string{"receiver-bind-address", "receiver-secret-file"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := renderChartErr(repoRoot(t), map[string]any{"receiver": c.receiver})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("render error %v, want one containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep, ctr := manager(t, out.Objects)
+			args := parseArgs(t, ctr.Args)
+			for k, v := range c.wantArgs {
+				if args[k] != v {
+					t.Errorf("--%s = %q, want %q", k, args[k], v)
+				}
+			}
+			for _, k := range c.noArgs {
+				if _, ok := args[k]; ok {
+					t.Errorf("--%s rendered", k)
+				}
+			}
+			_, hasSecretFile := args["receiver-secret-file"]
+			mounted := false
+			for _, v := range dep.Spec.Template.Spec.Volumes {
+				mounted = mounted || v.Name == "receiver-secret"
+			}
+			if mounted != hasSecretFile {
+				t.Errorf("receiver-secret volume %t, --receiver-secret-file %t: want both or neither", mounted, hasSecretFile)
 			}
 		})
 	}

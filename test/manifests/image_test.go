@@ -38,25 +38,28 @@ func moduleDirs(t *testing.T) []string {
 }
 
 // TestDockerfile: the builder's Go matches go.mod, the build is static and trimmed,
-// the final image is distroless nonroot with only the manager, and every directory
-// the binary is built from is copied in and not excluded by .dockerignore.
+// the final image is distroless nonroot with only the manager, the kubectl plugin has a
+// stage of its own beside it, and every directory the binary is built from is copied
+// in and not excluded by .dockerignore.
 func TestDockerfile(t *testing.T) {
 	df := string(readFile(t, "Dockerfile"))
 	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(readFile(t, "go.mod")))
 	if goVersion == nil {
 		t.Fatal("no go directive in go.mod")
 	}
-	froms := regexp.MustCompile(`(?m)^FROM\s+(?:--platform=\S+\s+)?(\S+)`).FindAllStringSubmatch(df, -1)
-	if len(froms) != 2 {
-		t.Fatalf("want a two-stage build, got FROM lines %v", froms)
+	froms := regexp.MustCompile(`(?m)^FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?`).FindAllStringSubmatch(df, -1)
+	var stages []string
+	for _, f := range froms {
+		stages = append(stages, f[1]+" AS "+f[2])
 	}
-	if want := "golang:" + goVersion[1]; froms[0][1] != want {
-		t.Errorf("builder image %s, want %s (go.mod says go %s)", froms[0][1], want, goVersion[1])
+	// The builder, the kubectl plugin's build from it and its export stage, then the
+	// image, which a plain docker build stops at.
+	want := []string{"golang:" + goVersion[1] + " AS builder", "builder AS plugin-builder", "scratch AS plugin", distroless + " AS "}
+	if !slices.Equal(stages, want) {
+		t.Fatalf("stages %q, want %q (go.mod says go %s)", stages, want, goVersion[1])
 	}
-	if froms[1][1] != distroless {
-		t.Errorf("final image %s, want %s", froms[1][1], distroless)
-	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "go build", mainPkg, `ENTRYPOINT ["/manager"]`, "USER 65532:65532"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "go build", mainPkg, `ENTRYPOINT ["/manager"]`, "USER 65532:65532",
+		"cd cmd/kubectl-bucketkeeper && go mod download", "-o /out/kubectl-bucketkeeper .", "COPY --from=plugin-builder /out/kubectl-bucketkeeper /kubectl-bucketkeeper"} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/receiver"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -84,11 +86,14 @@ func TestInstall(t *testing.T) {
 	in.cs = kubernetes.NewForConfigOrDie(in.cluster.Config)
 	in.store = testenv.NewS3(t, testenv.SeaweedFS)
 
-	// helm install, as the README says, with the signed webhook on.
+	// helm install, as the README says, with the signed webhook on and a key of the
+	// namespace "apps" (provision's), in the release namespace.
 	in.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
-	in.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "receiver-hmac"},
-		StringData: map[string]string{"secret": "a-test-hmac-key-of-32-characters"}})
-	values := map[string]any{"receiver": map[string]any{"enabled": true, "existingSecret": "receiver-hmac"}}
+	in.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: receiverKeyID,
+		Labels:      map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleReceiverKey},
+		Annotations: map[string]string{bkv1.AnnotationReceiverNamespaces: "apps"}},
+		StringData: map[string]string{bkv1.ReceiverKeySecretKey: receiverKeySecret}})
+	values := map[string]any{"receiver": map[string]any{"enabled": true}}
 	helm := in.helm()
 	chrt, err := loader.Load(filepath.Join(repoRoot(t), "charts", "bucketkeeper"))
 	if err != nil {
@@ -444,8 +449,16 @@ func (in *installer) checkMetrics() {
 	}
 }
 
-// checkReceiver posts an unsigned probe request to the receiver's Service: the
-// webhook listens there and refuses it.
+// The namespaced receiver key TestInstall writes into the release namespace.
+const (
+	receiverKeyID     = "apps-ci"
+	receiverKeySecret = "a-test-hmac-key-of-32-characters"
+)
+
+// checkReceiver posts probe requests to the receiver's Service: the webhook listens
+// there, refuses an unsigned request, and knows the key of "apps" that the release
+// namespace holds (read by default from the pod's namespace, under the chart's RBAC):
+// a request signed with it about a missing claim of "apps" is answered 404, not 401.
 func (in *installer) checkReceiver() {
 	in.t.Helper()
 	svc, err := in.cs.CoreV1().Services(namespace).Get(in.ctx, releaseName+"-receiver", metav1.GetOptions{})
@@ -453,17 +466,30 @@ func (in *installer) checkReceiver() {
 		in.t.Fatal(err)
 	}
 	url := fmt.Sprintf("http://%s:%d/v1/probe", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-	in.eventually(time.Minute, "the receiver to refuse an unsigned request", func() error {
-		resp, err := in.cluster.HTTPClient(nil).Post(url, "application/json", strings.NewReader(`{"bucket":"photos"}`))
+	post := func(signed bool, want int) error {
+		body := `{"namespace":"apps","name":"absent"}`
+		req, err := http.NewRequestWithContext(in.ctx, http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		if signed {
+			ts := strconv.FormatInt(time.Now().Unix(), 10)
+			req.Header.Set(receiver.KeyIDHeader, receiverKeyID)
+			req.Header.Set(receiver.TimestampHeader, ts)
+			req.Header.Set(receiver.SignatureHeader, receiver.SignWithKey(receiverKeyID, []byte(receiverKeySecret), ts, []byte(body)))
+		}
+		resp, err := in.cluster.HTTPClient(nil).Do(req)
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			return fmt.Errorf("POST %s: %s, want 401", url, resp.Status)
+		if resp.StatusCode != want {
+			return fmt.Errorf("POST %s (signed %t): %s, want %d", url, signed, resp.Status, want)
 		}
 		return nil
-	})
+	}
+	in.eventually(time.Minute, "the receiver to refuse an unsigned request", func() error { return post(false, http.StatusUnauthorized) })
+	in.eventually(time.Minute, "the receiver to know the key of apps", func() error { return post(true, http.StatusNotFound) })
 }
 
 func (in *installer) token(sa string) string {

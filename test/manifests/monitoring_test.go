@@ -191,7 +191,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	if alerts < 5 {
-		t.Fatalf("%d alerts, want at least the five the README describes", alerts)
+		t.Fatalf("%d alerts, want at least the five docs/operations.md describes", alerts)
 	}
 }
 
@@ -225,19 +225,33 @@ func TestDashboardQueries(t *testing.T) {
 	}
 }
 
-// TestReadmeDescribesMonitoring: the README names every alert and every panel.
-func TestReadmeDescribesMonitoring(t *testing.T) {
-	readme := string(readFile(t, "README.md"))
+// operationsDoc is the page that describes every alert and panel; each alert's
+// runbook_url points at the alert's own section of it (runbookURL).
+const operationsDoc = "docs/operations.md"
+
+// runbookURL is where an alert's runbook_url must point: the section of operationsDoc
+// headed by the alert's name (GitHub's anchor of "### `Name`" is the name in lower case).
+func runbookURL(alert string) string {
+	return "https://github.com/bucketkeeper/bucketkeeper/blob/main/" + operationsDoc + "#" + strings.ToLower(alert)
+}
+
+// TestOperationsDocDescribesMonitoring: docs/operations.md has a section for every alert,
+// which the alert's runbook_url points at, and names every panel.
+func TestOperationsDocDescribesMonitoring(t *testing.T) {
+	doc := string(readFile(t, operationsDoc))
 	for _, g := range ruleGroups(t).Groups {
 		for _, r := range g.Rules {
-			if !strings.Contains(readme, "`"+r.Alert+"`") {
-				t.Errorf("README.md does not describe alert %s", r.Alert)
+			if !strings.Contains(doc, "\n### `"+r.Alert+"`\n") {
+				t.Errorf("%s has no section for alert %s (### `%s`)", operationsDoc, r.Alert, r.Alert)
+			}
+			if got, want := r.Annotations["runbook_url"], runbookURL(r.Alert); got != want {
+				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, got, want)
 			}
 		}
 	}
 	for _, p := range loadDashboard(t).Panels {
-		if !strings.Contains(readme, "**"+p.Title+"**") {
-			t.Errorf("README.md does not describe panel %q (as **%s**)", p.Title, p.Title)
+		if !strings.Contains(doc, "**"+p.Title+"**") {
+			t.Errorf("%s does not describe panel %q (as **%s**)", operationsDoc, p.Title, p.Title)
 		}
 	}
 }

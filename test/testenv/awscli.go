@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // AWSCLI returns the aws CLI as users run it (Debian trixie's awscli, v2), from the
@@ -14,26 +16,53 @@ import (
 // AWS configuration: no config or credentials file, no instance metadata, nothing of
 // the test process's AWS_* variables. Its HOME and TMPDIR are dir.
 func AWSCLI(ctx context.Context, dir string, env []string, args ...string) (*exec.Cmd, error) {
-	root, err := peerBinary("moto")
+	argv, settings, err := awsCLICommand(dir)
 	if err != nil {
 		return nil, err
 	}
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], args...)...)
+	cmd.Env = append(childEnv(dir, settings...), env...)
+	cmd.Dir = dir
+	return cmd, nil
+}
+
+// AWSCLIWrapper writes an executable named aws into bin that runs the aws CLI as
+// AWSCLI does, with HOME and TMPDIR in home, and takes every AWS_* variable it is run
+// with (the config and credentials files stay /dev/null): a command line or a shell
+// script that calls plain "aws", with bin on its PATH, runs the CLI users have.
+func AWSCLIWrapper(bin, home string) error {
+	argv, settings, err := awsCLICommand(home)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\nexec /usr/bin/env")
+	for _, w := range append(append([]string{"TMPDIR=" + home}, settings...), argv...) {
+		b.WriteString(" '" + strings.ReplaceAll(w, "'", `'\''`) + "'")
+	}
+	b.WriteString(` "$@"` + "\n")
+	return os.WriteFile(filepath.Join(bin, "aws"), []byte(b.String()), 0o755)
+}
+
+// awsCLICommand is the command line that runs the aws CLI through the moto root's
+// loader and python3, and the environment settings that keep it to what it is given.
+func awsCLICommand(home string) (argv, settings []string, err error) {
+	root, err := localpeers.Binary("moto")
+	if err != nil {
+		return nil, nil, err
+	}
 	loaders, _ := filepath.Glob(filepath.Join(root, "usr/lib/*-linux-gnu/ld-linux*.so.*"))
 	if len(loaders) != 1 {
-		return nil, fmt.Errorf("testenv: want one dynamic loader in %s, found %v", root, loaders)
+		return nil, nil, fmt.Errorf("testenv: want one dynamic loader in %s, found %v", root, loaders)
 	}
 	aws := filepath.Join(root, "usr/bin/aws")
 	if _, err := os.Stat(aws); err != nil {
-		return nil, fmt.Errorf("testenv: the aws CLI is missing from %s: %w", root, err)
+		return nil, nil, fmt.Errorf("testenv: the aws CLI is missing from %s: %w", root, err)
 	}
-	cmd := exec.CommandContext(ctx, loaders[0], append([]string{"--library-path", filepath.Dir(loaders[0]),
-		filepath.Join(root, "usr/bin/python3"), aws}, args...)...)
-	cmd.Env = append(childEnv(dir,
-		"HOME="+dir, "PYTHONHOME="+filepath.Join(root, "usr"), "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1",
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_PAGER="), env...)
-	cmd.Dir = dir
-	return cmd, nil
+	argv = []string{loaders[0], "--library-path", filepath.Dir(loaders[0]), filepath.Join(root, "usr/bin/python3"), aws}
+	settings = []string{"HOME=" + home, "PYTHONHOME=" + filepath.Join(root, "usr"), "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true", "AWS_PAGER="}
+	return argv, settings, nil
 }
 
 // AWSCLIRecipe runs the README's recipe for an access Secret with the aws CLI users have,

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // The test cluster's fixed addresses. They exist only inside the node's own network
@@ -58,11 +60,11 @@ type Cluster struct {
 // StartCluster starts the control plane and the node and waits until the node is
 // Ready. Stop undoes everything, also after a failed start.
 func StartCluster() (c *Cluster, err error) {
-	bin, err := peersBinDir("etcd", "kube-apiserver", "kube-node", "node")
+	bin, err := localpeers.BinDir("etcd", "kube-apiserver", "kube-node", "node")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := newTempDir()
+	dir, err := localpeers.NewTempDir()
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +259,7 @@ func (c *Cluster) Logs() string {
 		"containerd", "kubelet", "kube-proxy", "node-init"} {
 		path := filepath.Join(c.dir, name+".log")
 		if _, err := os.Stat(path); err == nil {
-			s += fmt.Sprintf("--- %s ---\n%s\n", name+".log", logTail(path))
+			s += fmt.Sprintf("--- %s ---\n%s\n", name+".log", localpeers.LogTail(path))
 		}
 	}
 	return s
@@ -277,7 +279,7 @@ func (c *Cluster) Stop() error {
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		errs = append(errs, c.processes[i].Stop())
 	}
-	errs = append(errs, removeTempDir(c.dir))
+	errs = append(errs, localpeers.RemoveTempDir(c.dir))
 	return errors.Join(errs...)
 }
 

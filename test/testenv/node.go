@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // Node is the test cluster's one node: containerd (with runc and the CNI bridge
@@ -103,7 +105,7 @@ func startNodeNamespaces(dir, bin string) (*Node, error) {
 			break
 		}
 		if n.holder.Exited() || time.Now().After(deadline) {
-			return n, fmt.Errorf("testenv: the node's namespaces did not come up:\n%s", logTail(filepath.Join(dir, "node-init.log")))
+			return n, fmt.Errorf("testenv: the node's namespaces did not come up:\n%s", localpeers.LogTail(filepath.Join(dir, "node-init.log")))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -132,7 +134,7 @@ func (n *Node) makeCgroupRoot() error {
 			return err
 		}
 		n.cgroups = append(n.cgroups, d)
-		if err := addCleanupPaths(n.dir, d); err != nil {
+		if err := localpeers.AddCleanupPaths(n.dir, d); err != nil {
 			return err
 		}
 		if filepath.Base(m) == "cpuset" { // a v1 cpuset cgroup starts with no CPUs or memory nodes
@@ -169,32 +171,6 @@ func cgroupMounts() ([]string, error) {
 		}
 	}
 	return mounts, sc.Err()
-}
-
-// removeCgroupTree removes a cgroup directory and every cgroup below it, deepest first
-// (a cgroup goes only once empty; its processes may take a moment to die).
-func removeCgroupTree(dir string) error {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for {
-			err := os.Remove(dirs[i])
-			if err == nil || os.IsNotExist(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("testenv: remove cgroup %s: %w", dirs[i], err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return nil
 }
 
 // forward makes listenAddr inside the node's network lead to target on loopback.
@@ -247,7 +223,7 @@ func (n *Node) start(kubeNode, kubeconfig string) error {
 			break
 		}
 		if containerd.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("testenv: containerd did not start:\n%s", logTail(filepath.Join(n.dir, "containerd.log")))
+			return fmt.Errorf("testenv: containerd did not start:\n%s", localpeers.LogTail(filepath.Join(n.dir, "containerd.log")))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -365,7 +341,7 @@ func (n *Node) stop() error {
 	}
 	if n.initPID > 0 { // the kernel kills the namespace's processes once its init is gone
 		deadline := time.Now().Add(30 * time.Second)
-		for !ProcessExited(n.initPID) && time.Now().Before(deadline) {
+		for !localpeers.ProcessExited(n.initPID) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -376,7 +352,7 @@ func (n *Node) stop() error {
 		errs = append(errs, n.netns.Close())
 	}
 	for _, d := range n.cgroups {
-		errs = append(errs, removeCgroupTree(d))
+		errs = append(errs, localpeers.RemoveCgroupTree(d))
 	}
 	return errors.Join(errs...)
 }

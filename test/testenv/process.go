@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // stopGrace is how long a stopped peer may take to exit after SIGTERM before it
@@ -71,7 +73,7 @@ func StartProcess(bin string, args, env []string, dir, logPath string) (*Process
 		logf.Close()
 		if p.serving.Load() && !p.stopping.Load() {
 			fmt.Fprintf(reports, "testenv: %s (PID %d) exited without being stopped (%v)\n--- tail of %s ---\n%s\n",
-				filepath.Base(bin), p.PID(), p.err, logPath, logTail(logPath))
+				filepath.Base(bin), p.PID(), p.err, logPath, localpeers.LogTail(logPath))
 		}
 		close(p.done)
 	}()

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // S3Kind names an S3 implementation the harness can run.
@@ -153,11 +155,11 @@ func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 	default:
 		return nil, fmt.Errorf("testenv: unknown S3 kind %q", kind)
 	}
-	bin, err := peerBinary(peer)
+	bin, err := localpeers.Binary(peer)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := newTempDir()
+	dir, err := localpeers.NewTempDir()
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +277,7 @@ func (s *S3Server) resetData() error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == filepath.Base(s.logPath) || e.Name() == filepath.Base(s.iamLog) || e.Name() == cleanupList {
+		if e.Name() == filepath.Base(s.logPath) || e.Name() == filepath.Base(s.iamLog) || e.Name() == localpeers.CleanupList {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
@@ -332,7 +334,7 @@ func (s *S3Server) startLocked() error {
 		_ = s.stopProcess(p)
 		s.proc = nil
 		_ = s.stopIAMLocked()
-		tail := logTail(s.logPath)
+		tail := localpeers.LogTail(s.logPath)
 		if bindConflict(tail) {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
 		}
@@ -424,9 +426,9 @@ func (s *S3Server) stopProcess(p *Process) error {
 func (s *S3Server) startFailure() error {
 	switch s.Kind {
 	case RGW:
-		return rgwStartFailure(logSince(s.logPath, s.logStart))
+		return rgwStartFailure(localpeers.LogSince(s.logPath, s.logStart))
 	case SeaweedFS:
-		return weedStartFailure(logSince(s.logPath, s.logStart))
+		return weedStartFailure(localpeers.LogSince(s.logPath, s.logStart))
 	}
 	return nil
 }
@@ -437,7 +439,7 @@ func (s *S3Server) startFailure() error {
 // bind its port, say), long after the S3 port served the first request.
 func (s *S3Server) serving() bool {
 	if s.Kind == SeaweedFS {
-		return weedAdminReady(logSince(s.logPath, s.logStart))
+		return weedAdminReady(localpeers.LogSince(s.logPath, s.logStart))
 	}
 	return true
 }
@@ -450,7 +452,7 @@ func (s *S3Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	return errors.Join(s.stopLocked(), s.stopRGWClusterLocked(), removeTempDir(s.dir))
+	return errors.Join(s.stopLocked(), s.stopRGWClusterLocked(), localpeers.RemoveTempDir(s.dir))
 }
 
 // bindConflict reports whether a server's log tail says a port it was to listen
@@ -486,7 +488,7 @@ func (s *S3Server) Ports() map[string]int {
 }
 
 // LogTail returns the last lines of the server's log, for test failure messages.
-func (s *S3Server) LogTail() string { return logTail(s.logPath) }
+func (s *S3Server) LogTail() string { return localpeers.LogTail(s.logPath) }
 
 // Client returns an S3 client for the admin account: path-style, static
 // credentials, no shared config or environment lookups.

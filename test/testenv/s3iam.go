@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // otherUser is the IAM user that stands for the second account on servers
@@ -49,7 +51,7 @@ func (s *S3Server) startIAMLocked() error {
 	s.iamProc = p
 	if err := s.waitIAMReady(p); err != nil {
 		_ = s.stopIAMLocked()
-		tail := logTail(s.iamLog)
+		tail := localpeers.LogTail(s.iamLog)
 		if bindConflict(tail) {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
 		}

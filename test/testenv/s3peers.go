@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // weedPortNames are every TCP port `weed mini` opens once WebDAV, the Iceberg and
@@ -54,7 +56,7 @@ func (s *S3Server) configureWeed() error {
 	for _, svc := range []string{"master", "volume", "filer", "s3", "admin"} {
 		sockets = append(sockets, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", svc, s.ports[svc+".grpc"]))
 	}
-	if err := addCleanupPaths(s.dir, sockets...); err != nil {
+	if err := localpeers.AddCleanupPaths(s.dir, sockets...); err != nil {
 		return err
 	}
 

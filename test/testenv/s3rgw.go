@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 )
 
 // Ceph RGW runs as a real single-host Ceph cluster: one monitor, one OSD whose
@@ -204,7 +206,7 @@ func (s *S3Server) bootRGWCluster() error {
 		return errors.Join(err, s.stopRGWClusterLocked())
 	}
 	if err := s.createRGWIdentities(ctx); err != nil {
-		if bindConflict(logTail(filepath.Join(s.dir, "mon.log"))) {
+		if bindConflict(localpeers.LogTail(filepath.Join(s.dir, "mon.log"))) {
 			err = fmt.Errorf("%w: %v", errBindConflict, err)
 		}
 		return errors.Join(err, s.stopRGWClusterLocked())
@@ -245,9 +247,9 @@ func (s *S3Server) runRGWTool(ctx context.Context, log, prog string, args ...str
 		died, err = "osd.log", errors.New("the OSD exited")
 	}
 	_ = p.Stop()
-	err = fmt.Errorf("testenv: rgw: %s %s: %w\n--- tail of %s ---\n%s", prog, redactSecretArgs(args), err, log, logTail(filepath.Join(s.dir, log)))
+	err = fmt.Errorf("testenv: rgw: %s %s: %w\n--- tail of %s ---\n%s", prog, redactSecretArgs(args), err, log, localpeers.LogTail(filepath.Join(s.dir, log)))
 	if died != "" {
-		err = fmt.Errorf("%w\n--- tail of %s ---\n%s", err, died, logTail(filepath.Join(s.dir, died)))
+		err = fmt.Errorf("%w\n--- tail of %s ---\n%s", err, died, localpeers.LogTail(filepath.Join(s.dir, died)))
 	}
 	return err
 }

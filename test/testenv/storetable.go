@@ -9,13 +9,13 @@ import (
 	"testing"
 )
 
-// StoreTable is one of the README's store tables: what each store answered in a
-// package's contract tests, not what anyone wrote. Each case records its row's cell
-// for its store (Set); once every store has run every case, Check renders the table
-// and holds it against the block between the table's markers in README.md. A store
-// upgrade that changes an answer fails the test until the README says so;
+// StoreTable is one of the store tables of docs/stores.md (StoreTableFile): what each
+// store answered in a package's contract tests, not what anyone wrote. Each case records
+// its row's cell for its store (Set); once every store has run every case, Check renders
+// the table and holds it against the block between the table's markers in that file. A
+// store upgrade that changes an answer fails the test until the docs say so;
 // BUCKETKEEPER_UPDATE_STORE_TABLE=1 (make store-table) writes the observed table into
-// the README instead.
+// the file instead.
 type StoreTable struct {
 	name   string // the markers' name: store-table:<name>
 	source string // who generates it, for the begin marker
@@ -25,16 +25,19 @@ type StoreTable struct {
 	cells map[string]map[S3Kind]string
 }
 
-// UpdateStoreTableEnv, set to 1, makes Check write the observed table into the README.
+// UpdateStoreTableEnv, set to 1, makes Check write the observed table into StoreTableFile.
 const UpdateStoreTableEnv = "BUCKETKEEPER_UPDATE_STORE_TABLE"
 
-// NewStoreTable is the table named name (its README markers), generated from source
+// StoreTableFile holds the store tables, relative to the repository's root.
+const StoreTableFile = "docs/stores.md"
+
+// NewStoreTable is the table named name (its markers in StoreTableFile), generated from source
 // (said in the begin marker), with rows in this order.
 func NewStoreTable(name, source string, rows ...string) *StoreTable {
 	return &StoreTable{name: name, source: source, rows: rows}
 }
 
-// StoreTitle names each store as the README does.
+// StoreTitle names each store as the docs do.
 var StoreTitle = map[S3Kind]string{
 	SeaweedFS: "SeaweedFS",
 	Versity:   "Versity S3 Gateway",
@@ -95,7 +98,7 @@ func (tb *StoreTable) Render(kinds []S3Kind) string {
 	return b.String()
 }
 
-// Check holds the rendered table against the README (or writes it there). A partial
+// Check holds the rendered table against StoreTableFile (or writes it there). A partial
 // or failed run says nothing about the table and checks nothing.
 func (tb *StoreTable) Check(t *testing.T, kinds []S3Kind) {
 	if t.Failed() {
@@ -103,7 +106,7 @@ func (tb *StoreTable) Check(t *testing.T, kinds []S3Kind) {
 	}
 	written, err := tb.check(kinds)
 	if written {
-		t.Logf("README.md's %s store table written from what the stores answered", tb.name)
+		t.Logf("%s's %s store table written from what the stores answered", StoreTableFile, tb.name)
 	}
 	if err != nil {
 		t.Error(err)
@@ -119,7 +122,7 @@ func (tb *StoreTable) CheckAfterRun(code int, kinds []S3Kind) int {
 	}
 	written, err := tb.check(kinds)
 	if written {
-		fmt.Printf("README.md's %s store table written from what the stores answered\n", tb.name)
+		fmt.Printf("%s's %s store table written from what the stores answered\n", StoreTableFile, tb.name)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -128,7 +131,7 @@ func (tb *StoreTable) CheckAfterRun(code int, kinds []S3Kind) int {
 	return 0
 }
 
-// check compares the rendered table with the README's, writing it there when asked
+// check compares the rendered table with StoreTableFile's, writing it there when asked
 // (written reports that); a partial run (a row without a store's cell) checks nothing.
 func (tb *StoreTable) check(kinds []S3Kind) (written bool, err error) {
 	table := tb.Render(kinds)
@@ -139,7 +142,7 @@ func (tb *StoreTable) check(kinds []S3Kind) (written bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	path := filepath.Join(root, "README.md")
+	path := filepath.Join(root, StoreTableFile)
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		return false, err
@@ -147,7 +150,7 @@ func (tb *StoreTable) check(kinds []S3Kind) (written bool, err error) {
 	before, rest, ok1 := strings.Cut(string(readme), tb.begin()+"\n")
 	committed, after, ok2 := strings.Cut(rest, tb.end())
 	if !ok1 || !ok2 {
-		return false, fmt.Errorf("README.md has no store table between %q and %q", tb.begin(), tb.end())
+		return false, fmt.Errorf("%s has no store table between %q and %q", StoreTableFile, tb.begin(), tb.end())
 	}
 	if committed == table {
 		return false, nil
@@ -155,5 +158,5 @@ func (tb *StoreTable) check(kinds []S3Kind) (written bool, err error) {
 	if os.Getenv(UpdateStoreTableEnv) == "1" {
 		return true, os.WriteFile(path, []byte(before+tb.begin()+"\n"+table+tb.end()+after), 0o644)
 	}
-	return false, fmt.Errorf("README.md's %s store table differs from what the stores answered (make store-table writes it):\n--- committed\n%s--- observed\n%s", tb.name, committed, table)
+	return false, fmt.Errorf("%s's %s store table differs from what the stores answered (make store-table writes it):\n--- committed\n%s--- observed\n%s", StoreTableFile, tb.name, committed, table)
 }

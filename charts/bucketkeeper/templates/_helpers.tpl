@@ -51,6 +51,23 @@ app.kubernetes.io/part-of: bucketkeeper
 {{- if and . (ne . "0") }}true{{ end }}
 {{- end }}
 
+{{/*
+"true" when the receiver takes the cluster-wide key, "" otherwise; fails when the
+values ask for half of it. The cluster-wide key reaches every namespace, so an
+existingSecret alone (the chart's only key before namespaced keys) is refused rather
+than silently kept.
+*/}}
+{{- define "bucketkeeper.receiverClusterWideKey" -}}
+{{- $r := .Values.receiver -}}
+{{- if and $r.enabled $r.existingSecret (not $r.clusterWideKey) -}}
+{{- fail "receiver.existingSecret is a key for every namespace: its holder may probe any StorageBucket and learn which claims use a bucket name. Set receiver.clusterWideKey=true to accept it so, or give each caller a key of its namespaces (a Secret labelled bucketkeeper.io/secret-role=receiver-key in the release namespace) and unset receiver.existingSecret." -}}
+{{- end -}}
+{{- if and $r.enabled $r.clusterWideKey (not $r.existingSecret) -}}
+{{- fail "receiver.clusterWideKey=true needs receiver.existingSecret: the Secret holding the cluster-wide key" -}}
+{{- end -}}
+{{- if and $r.enabled $r.clusterWideKey -}}true{{- end -}}
+{{- end -}}
+
 {{- define "bucketkeeper.receiverSecretDir" -}}
 /etc/bucketkeeper/receiver
 {{- end }}

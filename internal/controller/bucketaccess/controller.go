@@ -3,7 +3,6 @@ package bucketaccess
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -49,26 +49,21 @@ type Reconciler struct {
 	// OnStatusWrite is called after every status write (metrics); may be nil.
 	OnStatusWrite func(kind string)
 
-	mu      sync.Mutex
-	pending map[types.UID]*pendingKey // keys created and not yet in the Secret
-	applied map[types.UID]string      // policy document last written per access
+	pending memo.Map[types.UID, *pendingKey] // keys created and not yet in the Secret
+	// applied is the store and policy document last written per access
+	// (store + "\n" + document; the document is empty where its policy was deleted).
+	applied memo.Map[types.UID, string]
 }
 
 // Forget drops what this process remembers of an access's identity (the policy it
 // last wrote, a key being verified): the access collector deleted the user, so the
 // next reconcile must create it again rather than trust that memory.
 func (r *Reconciler) Forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.pending, uid)
-	delete(r.applied, uid)
+	r.pending.Delete(uid)
+	r.applied.Delete(uid)
 }
 
-func (r *Reconciler) forgetApplied(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.applied, uid)
-}
+func (r *Reconciler) forgetApplied(uid types.UID) { r.applied.Delete(uid) }
 
 // accessScope carries what the steps of one reconcile share.
 type accessScope struct {
@@ -102,14 +97,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess,
 		{"resolving the buckets", r.resolveBuckets},
 		{"creating the identity and its policy", r.reconcileIdentity},
 		{"issuing the key", r.reconcileKeys},
+		{"removing the Secrets of an earlier secretName", r.pruneEarlierSecrets},
 	}
-	for i, step := range steps {
+	for _, step := range steps {
 		if err := step.run(ctx, scope); err != nil {
-			if i == 0 {
-				// Unresolved, the access may have lost its user (revoked here or
-				// by the access collector): the policy must be written again.
-				r.forgetApplied(ba.UID)
-			}
 			return r.summarize(ctx, ba, patcher, asAccessStepError(err, step.doing))
 		}
 	}
@@ -120,11 +111,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess,
 	return res, err
 }
 
-// resolveBuckets checks that every named StorageBucket is in this namespace (by
-// construction: names are looked up here), Ready, and on one store whose access
-// provider is IAM.
+// resolveBuckets reads the StorageBuckets the access names (in its own namespace: names
+// are looked up there) and decides what its key may reach now. A key only ever reaches
+// the buckets the current spec names that are Ready on the one store they are all on:
+//   - one of them missing, being deleted or refused by its store's guardrails, or the
+//     buckets on several stores: the access grants nowhere and its key is revoked
+//     (revokeForGoneBucket), wherever that bucket stands in the spec;
+//   - some not Ready (yet, or any more): the identity is narrowed to the Ready ones
+//     (narrowIdentity) before the access waits for the others;
+//   - all Ready: the identity on a store the access left loses its policy, and the
+//     scope is set for the identity and key steps on the buckets' store.
 func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 	storeName := ""
+	var notReady *reconcile.StepError
 	for _, g := range s.ba.Spec.Buckets {
 		sb := &bkv1.StorageBucket{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: s.ba.Namespace, Name: g.Name}, sb); err != nil {
@@ -140,29 +139,48 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 			return r.revokeForGoneBucket(ctx, s.ba, reconcile.Terminalf(bkv1.ReasonBucketRefused,
 				"StorageBucket %q is refused by its store's guardrails (%s): the key is revoked and a new one is issued once the bucket is Ready again", g.Name, reason))
 		}
-		if !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
-			return reconcile.Waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready", g.Name)
-		}
-		if storeName == "" {
+		switch {
+		case storeName == "":
 			storeName = sb.Spec.ObjectStoreRef.Name
-		} else if sb.Spec.ObjectStoreRef.Name != storeName {
-			return reconcile.Terminalf(bkv1.ReasonStoreMismatch, "StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name)
+		case sb.Spec.ObjectStoreRef.Name != storeName:
+			return r.revokeForGoneBucket(ctx, s.ba, reconcile.Terminalf(bkv1.ReasonStoreMismatch,
+				"StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name))
+		}
+		if !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
+			if notReady == nil {
+				notReady = reconcile.Waitingf(bkv1.ReasonBucketNotReady, "waiting for StorageBucket %q to be Ready; meanwhile the key reaches only the Ready buckets", g.Name)
+			}
+			continue
 		}
 		mode := iam.ReadWrite
 		if g.Mode == bkv1.AccessReadOnly {
 			mode = iam.ReadOnly
 		}
-		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode})
+		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode, ObjectLock: sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil})
 		s.names = append(s.names, g.Name+"="+sb.Status.BucketName)
+	}
+	if notReady != nil {
+		return r.narrowThenWait(ctx, s.ba, storeName, s.grants, notReady)
 	}
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: storeName}, store); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.Waitingf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q not found", storeName)
+			return r.narrowThenWait(ctx, s.ba, storeName, nil, reconcile.Waitingf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q not found", storeName))
 		}
 		return err
 	}
+	if issuedOn := s.ba.Status.ObjectStore; issuedOn != "" && issuedOn != storeName {
+		if err := r.leaveStore(ctx, s.ba, storeName); err != nil {
+			return err
+		}
+	}
 	s.store = store
+	if store.Spec.Guardrails.ObjectLock.ModeAllowed(bkv1.ObjectLockCompliance) {
+		// A key's own retention is within what the store's admin consented to (iam.Grant).
+		for i := range s.grants {
+			s.grants[i].SetRetention = s.grants[i].ObjectLock
+		}
+	}
 	driver, err := r.Access.DriverFor(ctx, store)
 	if err != nil {
 		return err
@@ -190,7 +208,7 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 // clearly) even if the bucket itself is retained on the store. A new key is issued
 // once every bucket is Ready again. Then it reports why.
 func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
-	if ba.Status.AccessKeyID == "" || ba.Status.ObjectStore == "" {
+	if !r.mayHoldIdentity(ba) {
 		return why // nothing was issued
 	}
 	store := &bkv1.ObjectStore{}
@@ -210,10 +228,7 @@ func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAcc
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	delete(r.pending, ba.UID)
-	delete(r.applied, ba.UID)
-	r.mu.Unlock()
+	r.Forget(ba.UID)
 	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Revoke", "revoked key %s: %s", ba.Status.AccessKeyID, why.Message)
 	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt = "", nil
 	ba.Status.Rotation = bkv1.RotationStatus{LastHandledRequest: ba.Status.Rotation.LastHandledRequest}
@@ -227,10 +242,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *accessScope) erro
 	if err != nil {
 		return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%v", err)
 	}
-	r.mu.Lock()
-	same := r.applied[s.ba.UID] == s.store.Name+"\n"+doc
-	r.mu.Unlock()
-	if same {
+	if r.appliedOf(s.ba.UID) == s.store.Name+"\n"+doc {
 		return nil
 	}
 	if err := s.driver.EnsureUser(ctx, s.user); err != nil {
@@ -239,12 +251,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *accessScope) erro
 	if err := s.driver.PutPolicy(ctx, s.user, s.grants); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	if r.applied == nil {
-		r.applied = map[types.UID]string{}
-	}
-	r.applied[s.ba.UID] = s.store.Name + "\n" + doc
-	r.mu.Unlock()
+	r.setApplied(s.ba.UID, s.store.Name+"\n"+doc)
 	return nil
 }
 
@@ -284,10 +291,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess,
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.mu.Lock()
-	delete(r.pending, ba.UID)
-	delete(r.applied, ba.UID)
-	r.mu.Unlock()
+	r.Forget(ba.UID)
 	err = reconcile.PatchMetadata(ctx, r.Client, ba, func(o *bkv1.BucketAccess) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

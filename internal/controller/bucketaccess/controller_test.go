@@ -47,6 +47,11 @@ type memIAM struct {
 	maxSeen int
 	// crash, when set, is consulted after every mutating call took effect.
 	crash func(op string) error
+	// allInOnePage makes ListUsers answer every user in one page whatever its limit,
+	// as SeaweedFS does.
+	allInOnePage bool
+	// keyLists counts ListKeys per user.
+	keyLists map[string]int
 }
 
 func (m *memIAM) after(op string) error {
@@ -76,9 +81,20 @@ func (m *memIAM) PutPolicy(_ context.Context, user string, grants []iam.Grant) e
 	return m.after("PutUserPolicy")
 }
 
+func (m *memIAM) DeletePolicy(_ context.Context, user string) error {
+	m.mu.Lock()
+	delete(m.policy, user)
+	m.mu.Unlock()
+	return m.after("DeleteUserPolicy")
+}
+
 func (m *memIAM) ListKeys(_ context.Context, user string) ([]iam.AccessKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.keyLists == nil {
+		m.keyLists = map[string]int{}
+	}
+	m.keyLists[user]++
 	if !m.users[user] {
 		return nil, &iam.Error{Op: "ListAccessKeys", Kind: iam.KindNoSuchEntity}
 	}
@@ -137,6 +153,9 @@ func (m *memIAM) ListUsers(_ context.Context, marker string, limit int) (iam.Use
 		}
 	}
 	slices.Sort(names)
+	if m.allInOnePage {
+		return iam.UserPage{Names: names}, nil
+	}
 	page := iam.UserPage{Names: names[:min(limit, len(names))]}
 	if len(names) > limit {
 		page.Next = page.Names[limit-1]
@@ -177,6 +196,9 @@ type accessRig struct {
 	mem   *memIAM
 	c     client.Client
 	clock *clocktesting.FakeClock
+	// others are the IAM stores of other endpoints than the rig's store (other
+	// accounts), by endpoint.
+	others map[string]*memIAM
 	// crash, when set, is consulted after every Secret write took effect.
 	secretCrash func() error
 }
@@ -232,13 +254,23 @@ func newAccessRig(t *testing.T) *accessRig {
 // reconciler is a fresh operator process: no memory of earlier ones.
 func (r *accessRig) reconciler() *Reconciler {
 	registry := &stores.Registry{Client: r.c, APIReader: r.c, Factory: func(_ context.Context, cfg s3.Config) (s3.Client, error) {
-		return keyChecker{m: r.mem, id: cfg.AccessKeyID, secret: cfg.SecretAccessKey}, nil
+		return keyChecker{m: r.memOf(cfg.Endpoint), id: cfg.AccessKeyID, secret: cfg.SecretAccessKey}, nil
 	}}
 	return &Reconciler{
 		Client: r.c, Recorder: events.NewFakeRecorder(1000), Stores: registry, Clock: r.clock,
-		Access:    &stores.AccessProviders{Stores: registry, Factory: func(context.Context, iam.Config) (iam.Driver, error) { return r.mem, nil }},
+		Access: &stores.AccessProviders{Stores: registry, Factory: func(_ context.Context, cfg iam.Config) (iam.Driver, error) {
+			return r.memOf(cfg.Endpoint), nil
+		}},
 		ClusterID: "test", KeyGrace: 10 * time.Minute, SyncInterval: time.Hour,
 	}
+}
+
+// memOf is the IAM store of an endpoint.
+func (r *accessRig) memOf(endpoint string) *memIAM {
+	if m := r.others[endpoint]; m != nil {
+		return m
+	}
+	return r.mem
 }
 
 func (r *accessRig) access() *bkv1.BucketAccess {

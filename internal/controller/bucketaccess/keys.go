@@ -135,6 +135,9 @@ func (r *Reconciler) reconcileKeys(ctx context.Context, s *accessScope) error {
 func (r *Reconciler) startKey(ctx context.Context, s *accessScope, request string, secret *corev1.Secret) error {
 	key, err := s.driver.CreateKey(ctx, s.user)
 	if err != nil {
+		if iam.KindOf(err) == iam.KindNoSuchEntity {
+			r.forgetApplied(s.ba.UID) // as in reconcileKeys: the user went
+		}
 		return err
 	}
 	p := &pendingKey{key: key, request: request}
@@ -234,22 +237,16 @@ func (r *Reconciler) grace() time.Duration {
 }
 
 func (r *Reconciler) pendingOf(uid types.UID) *pendingKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending[uid]
+	p, _ := r.pending.Get(uid)
+	return p
 }
 
 func (r *Reconciler) setPending(uid types.UID, p *pendingKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if p == nil {
-		delete(r.pending, uid)
+		r.pending.Delete(uid)
 		return
 	}
-	if r.pending == nil {
-		r.pending = map[types.UID]*pendingKey{}
-	}
-	r.pending[uid] = p
+	r.pending.Set(uid, p)
 }
 
 func (s *accessScope) requeueIn(d time.Duration) {

@@ -23,9 +23,6 @@ const (
 	verdictNotOurs userVerdict = iota
 	// verdictInUse: the user's access grants on this store.
 	verdictInUse
-	// verdictMoving: the access now names buckets on another store and has not yet
-	// been issued its key there; the BucketAccess controller moves it.
-	verdictMoving
 	// verdictCheckKeys: the access's key was issued on another store. This user is
 	// in use only if it holds that key (both stores then share one IAM account, and
 	// it is the same user); otherwise it is a leftover on a store the access left.
@@ -42,20 +39,35 @@ const (
 	// verdictMovedAway: verdictCheckKeys, and the user holds none of the access's
 	// keys.
 	verdictMovedAway
+	// verdictLeft: the access names buckets on another store (one that may not even
+	// exist), not all of them Ready, and holds no key there: nothing is being issued
+	// there, so this user is what it left behind, with the policy of its old buckets
+	// unless the controller already narrowed it. Grants name buckets, so it goes now,
+	// not once the access is issued elsewhere (which a bucket that never becomes Ready
+	// would put off for ever).
+	verdictLeft
+	// verdictIssuing: the access's buckets are all Ready on another store and its
+	// status records no key there: its key may be being issued there right now. This
+	// user is then that same user when both stores share one IAM account, or one the
+	// controller left without a policy when it moved on. It stays while it holds no
+	// key, or a key the user of that name on the other store holds too (one account);
+	// otherwise it goes (verdictMovedAway).
+	verdictIssuing
 )
 
 // revokes says whether the verdict deletes the user.
 func (v userVerdict) revokes() bool {
 	switch v {
-	case verdictOrphan, verdictAccessDeleting, verdictNoGrant, verdictMovedAway:
+	case verdictOrphan, verdictAccessDeleting, verdictNoGrant, verdictMovedAway, verdictLeft:
 		return true
 	}
 	return false
 }
 
 func (v userVerdict) String() string {
-	return [...]string{"not ours", "in use", "moving", "check keys", "no BucketAccess has it",
-		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store"}[v]
+	return [...]string{"not ours", "in use", "check keys", "no BucketAccess has it",
+		"its BucketAccess is being deleted", "its BucketAccess grants nowhere", "its BucketAccess moved to another store",
+		"its BucketAccess names buckets on another store and left this one", "its BucketAccess is issued on another store"}[v]
 }
 
 // accessFacts is what the collector needs to know of one BucketAccess.
@@ -66,10 +78,15 @@ type accessFacts struct {
 	// store is the one ObjectStore all buckets of the spec are on and usable; ""
 	// when the spec grants nowhere (see verdictNoGrant).
 	store string
-	// issuedOn and keyIDs say where the access's key was last issued and which keys
-	// it uses (current and, during a grace period, previous), taken from a settled
-	// status only (Ready at its generation, no rotation under way): only then do
-	// they describe a finished issue.
+	// ready: every bucket of the spec is Ready, as the controller requires to issue a
+	// key.
+	ready bool
+	// issuedOn and keyIDs say where the access's key was last issued (or is being
+	// issued) and which keys it uses (current and, during a grace period, previous),
+	// as its status records them. Status may lag a rotation, but a key only goes after its grace, once status
+	// names its successor; and a listed user holding one of these keys is the
+	// access's own user whatever else status says, since key ids are unique in an
+	// account.
 	issuedOn string
 	keyIDs   []string
 }
@@ -100,9 +117,10 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 			key:      types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name},
 			deleting: !ba.DeletionTimestamp.IsZero(),
 			store:    grantedStore(ba, byName),
+			ready:    allReady(ba, byName),
 		}
-		if settledAccess(ba) {
-			f.issuedOn = ba.Status.ObjectStore
+		f.issuedOn = ba.Status.ObjectStore
+		if ba.Status.ObjectStore != "" && ba.Status.AccessKeyID != "" {
 			f.keyIDs = []string{ba.Status.AccessKeyID}
 			if ba.Status.Rotation.PreviousKeyID != "" {
 				f.keyIDs = append(f.keyIDs, ba.Status.Rotation.PreviousKeyID)
@@ -120,8 +138,9 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 }
 
 // grantedStore is the store every bucket of the access's spec is on, or "" when
-// the spec grants nowhere. Readiness short of a guardrail refusal does not matter:
-// a bucket being configured keeps its access's key, as the controller does.
+// the spec grants nowhere. Readiness short of a guardrail refusal does not matter
+// here: on that store the controller narrows the user's policy to the Ready buckets,
+// and keeps its key.
 func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.StorageBucket) string {
 	store := ""
 	for _, g := range ba.Spec.Buckets {
@@ -139,12 +158,16 @@ func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.
 	return store
 }
 
-// settledAccess: the access's last reconcile finished with its key in place, at its
-// current generation, and no rotation is under way.
-func settledAccess(ba *bkv1.BucketAccess) bool {
-	c := reconcile.FindCondition(ba.Status.Conditions, bkv1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ba.Generation &&
-		ba.Status.AccessKeyID != "" && ba.Status.ObjectStore != "" && ba.Status.Rotation.State == bkv1.RotationIdle
+// allReady says whether every bucket of the access's spec is Ready (and named), as
+// the controller's resolveBuckets requires before it issues a key.
+func allReady(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.StorageBucket) bool {
+	for _, g := range ba.Spec.Buckets {
+		sb := buckets[types.NamespacedName{Namespace: ba.Namespace, Name: g.Name}]
+		if sb == nil || sb.Status.BucketName == "" || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
+			return false
+		}
+	}
+	return true
 }
 
 // judge decides on the user named user, listed on store. remembered holds legacy
@@ -161,8 +184,10 @@ func (x *accessIndex) judge(user, store string, remembered map[string]types.UID)
 			return verdictInUse, f
 		case f.issuedOn == f.store && len(f.keyIDs) > 0:
 			return verdictCheckKeys, f
+		case f.ready:
+			return verdictIssuing, f
 		default:
-			return verdictMoving, f
+			return verdictLeft, f
 		}
 	}
 	if f := x.otherNames[user]; f != nil {

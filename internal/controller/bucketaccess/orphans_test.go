@@ -48,6 +48,12 @@ func issuedOn(store string) func(*bkv1.BucketAccess) {
 	}
 }
 
+// ready makes a StorageBucket Ready, named ns-<name>.
+func ready(sb *bkv1.StorageBucket) {
+	sb.Status.BucketName = sb.Namespace + "-" + sb.Name
+	sb.Status.Conditions = []metav1.Condition{{Type: bkv1.ConditionReady, Status: metav1.ConditionTrue, Reason: bkv1.ReasonReady}}
+}
+
 func stalled(reason string) func(*bkv1.StorageBucket) {
 	return func(sb *bkv1.StorageBucket) {
 		sb.Status.Conditions = []metav1.Condition{
@@ -87,13 +93,30 @@ func TestJudgeUser(t *testing.T) {
 		{"its buckets are on two stores", live, []bkv1.BucketAccess{testAccess(uidLive, func(ba *bkv1.BucketAccess) {
 			ba.Spec.Buckets = append(ba.Spec.Buckets, bkv1.BucketGrant{Name: "other"})
 		})}, []bkv1.StorageBucket{testBucket("data", "a"), testBucket("other", "b")}, nil, verdictNoGrant},
-		{"re-pointed, not yet issued on the new store", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("a"))},
-			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictMoving},
+		{"re-pointed at a bucket not yet Ready on the new store", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("a"))},
+			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictLeft},
+		{"re-pointed at a Ready bucket, not yet issued on the new store", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("a"))},
+			[]bkv1.StorageBucket{testBucket("data", "b", ready)}, nil, verdictIssuing},
+		{"re-pointed at a bucket that is not Ready, on a store that does not exist", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("a"), func(ba *bkv1.BucketAccess) {
+			ba.Generation = 2 // the edit: Ready is of the generation before
+		})}, []bkv1.StorageBucket{testBucket("data", "no-such-store", stalled(bkv1.ReasonObjectStoreNotFound))}, nil, verdictLeft},
+		{"re-pointed, the new store's issue begun (status names it, no key yet)", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"), func(ba *bkv1.BucketAccess) {
+			ba.Status.AccessKeyID = ""
+		})}, []bkv1.StorageBucket{testBucket("data", "b", ready)}, nil, verdictIssuing},
+		{"new, its first issue under way on another store", live, []bkv1.BucketAccess{testAccess(uidLive)},
+			[]bkv1.StorageBucket{testBucket("data", "b", ready)}, nil, verdictIssuing},
+		{"new, on another store, its bucket not Ready", live, []bkv1.BucketAccess{testAccess(uidLive)},
+			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictLeft},
 		{"re-pointed and issued on the new store", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"))},
 			[]bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictCheckKeys},
 		{"re-pointed, rotation under way", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"), func(ba *bkv1.BucketAccess) {
 			ba.Status.Rotation.State = bkv1.RotationVerifying
-		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictMoving},
+		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictCheckKeys},
+		{"re-pointed, its spec edited since the issue", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("b"), func(ba *bkv1.BucketAccess) {
+			ba.Generation = 3
+		})}, []bkv1.StorageBucket{testBucket("data", "b")}, nil, verdictCheckKeys},
+		{"its bucket on this store is not Ready", live, []bkv1.BucketAccess{testAccess(uidLive, issuedOn("a"))},
+			[]bkv1.StorageBucket{testBucket("data", "a", stalled(bkv1.ReasonObjectStoreNotReady))}, nil, verdictInUse},
 		{"legacy name of a live legacy access", legacyLive, []bkv1.BucketAccess{testAccess(uidLive, func(ba *bkv1.BucketAccess) {
 			ba.Status.IdentityName = legacyLive
 		})}, onA, nil, verdictInUse},

@@ -108,20 +108,57 @@ func setAccessSecretMeta(secret *corev1.Secret, ba *bkv1.BucketAccess) {
 	secret.Labels[bkv1.LabelBucketAccess] = naming.LabelValue(ba.Name)
 }
 
-// deleteAccessSecret removes the Secret of an access that is going away. Garbage
-// collection would do it in a cluster; doing it here also keeps a control plane
-// without a garbage collector clean.
+// deleteAccessSecret removes the Secrets of an access that is going away (its
+// spec.secretName, and any an earlier secretName left). Garbage collection would do
+// it in a cluster; doing it here also keeps a control plane without a garbage
+// collector clean.
 func (r *Reconciler) deleteAccessSecret(ctx context.Context, ba *bkv1.BucketAccess) error {
-	secret := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, secret)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	return r.deleteOwnedSecrets(ctx, ba, "")
+}
+
+// pruneEarlierSecrets removes the Secrets an access wrote under an earlier
+// spec.secretName once its Secret of the current name holds the key: a renamed
+// Secret would otherwise outlive the rename until the access is deleted, holding a
+// key the access no longer answers for.
+func (r *Reconciler) pruneEarlierSecrets(ctx context.Context, s *accessScope) error {
+	return r.deleteOwnedSecrets(ctx, s.ba, s.ba.Spec.SecretName)
+}
+
+// deleteOwnedSecrets deletes every access Secret in the access's namespace that the
+// access controls, but the one named keep. A Secret it does not control (a
+// tenant's, whatever its labels) is never touched.
+func (r *Reconciler) deleteOwnedSecrets(ctx context.Context, ba *bkv1.BucketAccess, keep string) error {
+	var list corev1.SecretList
+	if err := r.List(ctx, &list, client.InNamespace(ba.Namespace), client.MatchingLabels{
+		bkv1.LabelSecretRole:   bkv1.SecretRoleAccess,
+		bkv1.LabelBucketAccess: naming.LabelValue(ba.Name),
+	}); err != nil {
 		return err
 	}
-	if !metav1.IsControlledBy(secret, ba) {
-		return nil
+	names := []string{ba.Spec.SecretName} // read directly too: the cache may not have it yet
+	for i := range list.Items {
+		if name := list.Items[i].Name; name != ba.Spec.SecretName && metav1.IsControlledBy(&list.Items[i], ba) {
+			names = append(names, name)
+		}
 	}
-	return client.IgnoreNotFound(r.Delete(ctx, secret))
+	for _, name := range names {
+		if name == keep {
+			continue
+		}
+		secret := &corev1.Secret{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: name}, secret)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(secret, ba) {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"reflect"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -75,5 +77,29 @@ func TestBucketAccessWorkersFollowConcurrency(t *testing.T) {
 	}
 	if got := workersOf(t, access); got != concurrency {
 		t.Fatalf("BucketAccess controller has %d workers, want %d", got, concurrency)
+	}
+}
+
+// TestBucketUsableChangedPassesARefusal: a StorageBucket that a guardrail refuses while
+// it was not Ready yet (created together with its access, say) changes no Ready status,
+// yet its accesses must learn it at once: they say BucketRefused, not BucketNotReady.
+func TestBucketUsableChangedPassesARefusal(t *testing.T) {
+	waiting := &bkv1.StorageBucket{Status: bkv1.StorageBucketStatus{Conditions: []metav1.Condition{
+		{Type: bkv1.ConditionReady, Status: metav1.ConditionFalse, Reason: bkv1.ReasonProgressing},
+	}}}
+	refused := waiting.DeepCopy()
+	refused.Status.Conditions = []metav1.Condition{
+		{Type: bkv1.ConditionReady, Status: metav1.ConditionFalse, Reason: bkv1.ReasonNamespaceNotAllowed},
+		{Type: bkv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: bkv1.ReasonNamespaceNotAllowed},
+	}
+	p := bucketUsableChanged()
+	if !p.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: refused}) {
+		t.Error("a guardrail's refusal of a bucket that was not Ready does not reach its accesses")
+	}
+	if !p.Update(event.UpdateEvent{ObjectOld: refused, ObjectNew: waiting}) {
+		t.Error("the end of a refusal does not reach the bucket's accesses")
+	}
+	if p.Update(event.UpdateEvent{ObjectOld: waiting, ObjectNew: waiting.DeepCopy()}) {
+		t.Error("an update that changes nothing an access reads is passed on")
 	}
 }

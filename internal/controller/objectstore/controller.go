@@ -2,7 +2,6 @@ package objectstore
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -55,23 +55,22 @@ type Reconciler struct {
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
 	ReconcileTimeout time.Duration
 
-	mu          sync.Mutex
-	lastChecked map[string]time.Time
+	// lastChecked is when each store was last checked, by name.
+	lastChecked memo.Map[string, time.Time]
 }
 
 // checkAllowed says whether a store may be checked now, or how long to wait.
 func (r *Reconciler) checkAllowed(store string) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	now := r.Clock.Now()
-	if last, ok := r.lastChecked[store]; ok && now.Sub(last) < defaults.MinStoreCheckGap {
-		return defaults.MinStoreCheckGap - now.Sub(last)
-	}
-	if r.lastChecked == nil {
-		r.lastChecked = map[string]time.Time{}
-	}
-	r.lastChecked[store] = now
-	return 0
+	var wait time.Duration
+	r.lastChecked.Update(store, func(last time.Time, ok bool) (time.Time, bool) {
+		if ok && now.Sub(last) < defaults.MinStoreCheckGap {
+			wait = defaults.MinStoreCheckGap - now.Sub(last)
+			return last, true
+		}
+		return now, true
+	})
+	return wait
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

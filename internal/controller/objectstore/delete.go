@@ -45,9 +45,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 	if r.Access != nil {
 		r.Access.Forget(store.Name)
 	}
-	r.mu.Lock()
-	delete(r.lastChecked, store.Name)
-	r.mu.Unlock()
+	r.lastChecked.Delete(store.Name)
 	if r.OnHealth != nil {
 		r.OnHealth(store.Name, nil)
 	}

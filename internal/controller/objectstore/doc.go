@@ -1,12 +1,14 @@
 // Package objectstore is the ObjectStore reconciler. It owns each store's health
 // verdict (its Ready, Reconciling and Stalled conditions, which every StorageBucket on
 // the store consults before it sends a request), the AccessProviderReady condition of
-// IAM stores, the AdminAPIReady condition of stores with an admin API, and the store's finalizer, which waits until no StorageBucket uses it.
+// IAM stores, the AdminAPIReady condition of stores with an admin API, and the store's
+// finalizer, which waits until no StorageBucket uses it.
 //
 //   - controller.go: the Reconciler, its pass (reconcile.Run) and its watches.
 //   - health.go: the health check on the store's own interval, one shard at a time
 //     (store.Leases), and the verdict it records.
-//   - access.go: the IAM endpoint's check.
-//   - admin.go: the admin API's check (spec.adminAPI, for quotas).
+//   - sideapi.go: how an API of the store besides S3 is checked into a condition of
+//     its own; access.go (the IAM endpoint) and admin.go (spec.adminAPI, for quotas)
+//     say what each is.
 //   - delete.go: deletion, refused while StorageBuckets use the store.
 package objectstore

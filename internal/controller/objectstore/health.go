@@ -44,8 +44,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStor
 	}
 	reason, message := r.healthCheck(ctx, store)
 	r.setHealth(patcher, store, reason, message)
-	r.checkAccessProvider(ctx, store)
-	r.checkAdminAPI(ctx, store)
+	checkSideAPI(ctx, store, r.accessProviderAPI(store))
+	checkSideAPI(ctx, store, r.adminAPI(store))
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 

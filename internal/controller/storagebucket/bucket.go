@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -26,7 +27,7 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 	// From "does it exist" to "it is tagged ours", one claim at a time per name.
 	defer r.names.lock(scope.store.Spec.Endpoint + "\x00" + scope.bucket)()
 
-	_, err := scope.s3.HeadBucket(ctx, scope.bucket)
+	tags, err := headBucket(ctx, scope.s3, scope.bucket)
 	switch s3.KindOf(err) {
 	case s3.KindNotFound:
 		return r.createBucket(ctx, scope)
@@ -37,9 +38,10 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q", scope.bucket))
 	}
 
-	tags, err := scope.s3.GetBucketTagging(ctx, scope.bucket)
-	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+	if tags == nil {
+		if tags, err = scope.s3.GetBucketTagging(ctx, scope.bucket); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q", scope.bucket))
+		}
 	}
 	me := scope.owner
 	switch me.of(tags, scope.store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
@@ -131,23 +133,39 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 			scope.bucket, sb.Namespace)
 	}
 	recreating := sb.Status.BucketName == scope.bucket && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
+	// An earlier CreateBucket of this claim whose answer was lost may still land.
+	earlier := r.createsLandBy(sb)
 
 	// Recorded in status, which tenants cannot write, and written now rather than at
-	// the end of the pass: once CreateBucket is sent, a crash or a deletion must still
-	// find the proof that the bucket is this object's work.
-	if !createIntended(sb, scope.bucket) {
-		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID}
-		if err := scope.patcher.WriteNow(ctx); err != nil {
-			return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
-		}
+	// the end of the pass, before every CreateBucket: once one is sent, a crash or a
+	// deletion must still find the proof that the bucket is this object's work, and
+	// when it was sent (until when it may still appear, see creates.go).
+	sentAt := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
+	sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID, SentAt: &sentAt}
+	if err := scope.patcher.WriteNow(ctx); err != nil {
+		return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
 	}
 
-	err := scope.s3.CreateBucket(ctx, scope.bucket, scope.region)
+	r.creates.sending(client.ObjectKeyFromObject(sb), sb)
+	err := createBucketCall(scope)(ctx, scope.bucket, scope.region)
+	landBy := earlier
+	if s3.Unanswered(err) {
+		landBy = later(landBy, r.Clock.Now().Add(r.createSettleTime()))
+	}
+	r.creates.ended(client.ObjectKeyFromObject(sb), sb.UID, sentAt.Time, landBy)
 	switch s3.KindOf(err) {
 	case s3.KindBucketNameTaken:
-		sb.Status.CreateIntent = nil // nothing was created
+		// Another account's: nothing was created, and no earlier create of ours can
+		// make a bucket that account owns.
+		sb.Status.CreateIntent = nil
 		return reconcile.Terminalf(bkv1.ReasonBucketNameTaken, "bucket name %q is taken by another account; choose another spec.bucketName", scope.bucket)
 	case s3.KindAlreadyOwnedByYou:
+		if earlier.After(r.Clock.Now()) {
+			// Most likely this object's own earlier CreateBucket, whose answer was
+			// lost, landing after our HEAD: the intent stays, and the next pass finds
+			// the bucket untagged and finishes the creation.
+			return reconcile.AsStepError(err, fmt.Sprintf("bucket %q appeared while creating it, where an earlier CreateBucket of this StorageBucket went unanswered", scope.bucket))
+		}
 		// Created by someone else with these credentials between our HEAD and CREATE:
 		// not our work, so the intent goes, and the next pass decides by tags as for
 		// any existing bucket.
@@ -157,6 +175,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 	if err != nil {
 		return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q in region %q", scope.bucket, scope.region))
 	}
+	answered(sb.Status.CreateIntent, landBy, r.Clock.Now())
 	if err := r.tagOwner(ctx, scope, nil); err != nil {
 		return err
 	}
@@ -219,4 +238,24 @@ func (r *Reconciler) provisioned(scope *bucketScope, reason, format string) {
 		return
 	}
 	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionProvisioned, metav1.ConditionTrue, reason, fmt.Sprintf(format, scope.bucket))
+}
+
+// headBucket says whether the bucket exists and the operator may reach it: a
+// HeadBucket, and where the store refuses that (AccessDenied), a read of the bucket's
+// tags, which it then returns (nil when it did not read them). A HEAD is authorized as
+// s3:ListBucket, a data action a tenant's policy may deny everyone (requests without
+// TLS, from outside a network), and SeaweedFS and Ceph RGW hold the operator's own
+// credentials to that Deny; the tags are configuration, which no policy the guardrails
+// accept denies. So only a bucket the operator's credentials may not reach at all
+// (another account's) refuses both, and a missing one answers NotFound to either.
+func headBucket(ctx context.Context, c s3.Client, bucket string) (map[string]string, error) {
+	_, err := c.HeadBucket(ctx, bucket)
+	if s3.KindOf(err) != s3.KindAccessDenied {
+		return nil, err
+	}
+	tags, terr := c.GetBucketTagging(ctx, bucket)
+	if s3.KindOf(terr) == s3.KindAccessDenied {
+		return nil, err // the HEAD's own answer
+	}
+	return tags, terr
 }

@@ -1,11 +1,16 @@
 package storagebucket
 
 import (
+	"context"
+	"maps"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // TestOwnedReason: a bucket this claim's tags already mark as its own, with no
@@ -35,5 +40,79 @@ func TestOwnedReason(t *testing.T) {
 		if got, _ := ownedReason(tc.sb, bucket); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCreateAfterAnUnansweredCreate: each CreateBucket is recorded in status with when
+// it was sent, before it is sent. One that goes unanswered is remembered until it can
+// no longer land; a bucket that then answers "already yours" to the next CreateBucket is
+// most likely that one, landed late, and stays this claim's to finish; without an
+// unanswered one before, it is someone else's and the intent goes.
+func TestCreateAfterAnUnansweredCreate(t *testing.T) {
+	unanswered := &s3.Error{Op: "CreateBucket", Bucket: rigBucket, Kind: s3.KindTimeout}
+	bucket := &fakeS3{absent: true, errs: map[string]error{"CreateBucket": unanswered}}
+	g := newRig(t, bucket)
+	scope := func() *bucketScope {
+		return &bucketScope{sb: g.sb, patcher: g.patcher(), s3: bucket, bucket: rigBucket, store: &bkv1.ObjectStore{},
+			owner: g.r.ownerIn(g.sb, "ns-uid")}
+	}
+	if err := g.r.createBucket(context.Background(), scope()); s3.KindOf(err) != s3.KindTimeout {
+		t.Fatalf("createBucket = %v, want the timeout", err)
+	}
+	server := &bkv1.StorageBucket{}
+	if err := g.r.Get(context.Background(), client.ObjectKeyFromObject(g.sb), server); err != nil {
+		t.Fatal(err)
+	}
+	intent := server.Status.CreateIntent
+	if intent == nil || intent.SentAt == nil || !intent.SentAt.Time.Equal(g.clock.Now().Truncate(time.Second)) {
+		t.Fatalf("intent on the server %+v, want one sent now", intent)
+	}
+	if landBy := g.r.createsLandBy(g.sb); !landBy.Equal(g.clock.Now().Add(rigSettle)) {
+		t.Errorf("the unanswered create may land until %v, want settle time after it ended", landBy)
+	}
+
+	// The store carried it out after all; the next pass's CreateBucket meets it.
+	bucket.absent, bucket.errs = false, nil
+	g.clock.Step(5 * time.Second)
+	if err := g.r.createBucket(context.Background(), scope()); s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
+		t.Fatalf("createBucket = %v, want AlreadyOwnedByYou", err)
+	}
+	if !createIntended(g.sb, rigBucket) {
+		t.Errorf("the intent went although the bucket may be this claim's own late create")
+	}
+
+	// Long after: an "already yours" bucket is someone else's with these credentials.
+	g.clock.Step(time.Hour)
+	if err := g.r.createBucket(context.Background(), scope()); s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
+		t.Fatalf("createBucket = %v, want AlreadyOwnedByYou", err)
+	}
+	if g.sb.Status.CreateIntent != nil {
+		t.Errorf("intent %+v kept for a bucket no create of this claim can have made", g.sb.Status.CreateIntent)
+	}
+}
+
+// TestHeadBucketPastADeny: a HEAD the store refuses (a tenant's Deny of s3:ListBucket
+// to everyone) is not taken for another account's bucket while the operator may still
+// read the bucket's tags; refused both, it is; missing, it is missing either way.
+func TestHeadBucketPastADeny(t *testing.T) {
+	ctx := context.Background()
+	denied := func(op string) error { return s3Err(op, s3.KindAccessDenied) }
+	mine := map[string]string{"bucketkeeper.io/uid": "u"}
+
+	f := &fakeS3{tags: mine}
+	if tags, err := headBucket(ctx, f, "b"); err != nil || tags != nil {
+		t.Errorf("HEAD answered: tags %v, %v; want no tags read, no error", tags, err)
+	}
+	f = &fakeS3{tags: mine, errs: map[string]error{"HeadBucket": denied("HeadBucket")}}
+	if tags, err := headBucket(ctx, f, "b"); err != nil || !maps.Equal(tags, mine) {
+		t.Errorf("HEAD denied, tags readable: tags %v, %v; want the tags", tags, err)
+	}
+	f = &fakeS3{errs: map[string]error{"HeadBucket": denied("HeadBucket"), "GetBucketTagging": denied("GetBucketTagging")}}
+	if _, err := headBucket(ctx, f, "b"); s3.KindOf(err) != s3.KindAccessDenied {
+		t.Errorf("both denied: %v, want AccessDenied", err)
+	}
+	f = &fakeS3{errs: map[string]error{"HeadBucket": s3Err("HeadBucket", s3.KindNotFound)}}
+	if _, err := headBucket(ctx, f, "b"); s3.KindOf(err) != s3.KindNotFound {
+		t.Errorf("missing: %v, want NotFound", err)
 	}
 }

@@ -92,6 +92,7 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 	if scope.quota.named {
 		msg = "versioning, tags, lifecycle, public access, policy and quota (" + scope.quota.want.String() + ") match the spec"
 	}
+	msg += objectLockNote(sb)
 	if !managed.exclusive {
 		msg += "; this bucket was not created by this StorageBucket, so what the spec does not name and the operator never set on it is left as it is"
 	}
@@ -110,8 +111,8 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig, policy string) []setting {
 	var out []setting
 	switch {
-	case sb.Spec.Versioning != "":
-		out = append(out, setting{name: "versioning", apply: versioningSetting(s3.VersioningStatus(sb.Spec.Versioning)),
+	case sb.Spec.Versioning != "" || sb.Spec.ObjectLock != nil:
+		out = append(out, setting{name: "versioning", apply: versioningSetting(desiredVersioning(sb)),
 			record: func(a *bkv1.AppliedConfiguration) { a.Versioning = true }})
 	case managed.applied.Versioning:
 		out = append(out, setting{name: "versioning", apply: suspendVersioningSetting(),
@@ -137,7 +138,7 @@ func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig, po
 		out = append(out, setting{name: "policy", apply: policySetting(policy),
 			record: func(a *bkv1.AppliedConfiguration) { a.Policy = policy != "" && !managed.exclusive }})
 	}
-	return out
+	return append(out, objectLockSettings(sb, managed)...) // after versioning, which it needs
 }
 
 func versioningSetting(want s3.VersioningStatus) func(context.Context, s3.Client, string) (bool, error) {

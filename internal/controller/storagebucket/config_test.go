@@ -373,7 +373,7 @@ func canonicalSpecPolicy(sb *bkv1.StorageBucket, bucket string) (string, error) 
 	if raw == "" {
 		return "", nil
 	}
-	report, err := guardrail.InspectPolicy([]byte(raw), bucket)
+	report, err := guardrail.InspectPolicy([]byte(raw), bucket, nil)
 	return report.Canonical, err
 }
 

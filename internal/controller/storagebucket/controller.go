@@ -3,6 +3,7 @@ package storagebucket
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,14 +48,25 @@ type Reconciler struct {
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound), on top of
 	// the per-call S3 timeout: whatever waits, a worker is back within this time.
 	ReconcileTimeout time.Duration
+	// CreateSettleTime is how long after a CreateBucket went unanswered the store may
+	// still carry it out (creates.go); zero means defaults.CreateSettleTime.
+	CreateSettleTime time.Duration
 
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
+
+	// OnDeletionBlocked is told when a StorageBucket's deletion starts waiting for
+	// locked object versions, and (nil since) when it stops (metrics); may be nil.
+	OnDeletionBlocked func(key types.NamespacedName, since *time.Time)
 
 	synced syncMemo
 	names  nameLocks
 	purges purgeMemo
 	passes passMemo
+	// creates: until when the CreateBuckets this process saw go unanswered may land.
+	creates createMemo
+	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
+	blocked sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -100,6 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Kind:      "StorageBucket",
 		Status:    func(sb *bkv1.StorageBucket) any { return sb.Status },
 		OnWrite:   r.OnStatusWrite,
+		Vanished:  r.vanished,
 		Gone:      r.forget,
 		Deleting:  r.reconcileDelete,
 		Suspended: suspended,
@@ -109,11 +122,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget drops what this process remembers of a StorageBucket that no longer exists:
-// its last sync, its last pass and its probe state.
+// its last sync, its last pass, its probe state and its unanswered creates.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.synced.forget(key)
 	r.passes.forget(key)
 	r.Prober.forget(key)
+	r.creates.forget(key)
+	r.unblocked(key)
+}
+
+// unblocked tells OnDeletionBlocked that a StorageBucket whose deletion it was told
+// about waits no more (its deletion is done, or it is gone).
+func (r *Reconciler) unblocked(key types.NamespacedName) {
+	if _, was := r.blocked.LoadAndDelete(key); was && r.OnDeletionBlocked != nil {
+		r.OnDeletionBlocked(key, nil)
+	}
 }
 
 // suspended says whether the claim asks for no reconciliation (spec.suspend).

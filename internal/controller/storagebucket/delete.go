@@ -7,7 +7,6 @@ import (
 	"maps"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,56 +14,64 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
-// purgePagesPerPass bounds the work of one Purge reconcile (1000 versions a page), so a
-// huge bucket reports progress and lets other objects through the queue in between.
-const purgePagesPerPass = 5
-
 // reconcileDelete carries out the deletion policy, then releases the finalizer. Only a
-// bucket this claim owns is ever touched; one that is gone or not ours needs nothing.
+// bucket this claim owns is ever touched; one that is not ours needs nothing, and one
+// the store says is not there needs nothing once no CreateBucket of this claim can
+// still make it (creates.go). Whatever it decides is announced by an Event; while it
+// cannot finish, Ready says why and what to do.
 func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	r.synced.forget(client.ObjectKeyFromObject(sb))
 
-	done, err := r.deleteExternal(ctx, sb, patcher)
+	done, retryIn, err := r.deleteExternal(ctx, sb, patcher)
 	if err != nil {
 		se := reconcile.AsStepError(err, "carrying out the deletion policy")
-		if se.Reason == bkv1.ReasonBucketNotEmpty {
-			r.warnDeletionBlocked(patcher, sb, se)
-		}
-		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Message+abandonHint)
+		r.blockDeletion(patcher, sb, se, abandonHint)
 		if se.Terminal {
 			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 		}
 		return ctrl.Result{}, se
 	}
 	if !done {
-		// A purge paced by its store's purge budget waits for it (purgeSpender).
-		return ctrl.Result{RequeueAfter: max(time.Second, r.purges.nextPassIn(sb.UID, r.Clock.Now()))}, nil
+		// A purge paced by its store's purge budget (purgeSpender), or a CreateBucket
+		// that may still land, is waited for.
+		return ctrl.Result{RequeueAfter: max(time.Second, retryIn)}, nil
 	}
 	r.purges.forget(sb.UID)
+	// The deletion waits no more: its series goes now, not when the object is gone.
+	r.unblocked(client.ObjectKeyFromObject(sb))
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
+		r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "deleting the connection Secret"), "; the bucket is done with, and the operator retries")
 		return ctrl.Result{}, err
 	}
 	err = reconcile.PatchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
-	return ctrl.Result{}, client.IgnoreNotFound(err)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	r.creates.forget(client.ObjectKeyFromObject(sb)) // its deletion is done: nothing left for vanished
+	return ctrl.Result{}, nil
 }
 
 // abandonHint ends every message of a blocked deletion with the way out.
 var abandonHint = fmt.Sprintf("; to abandon the bucket instead, annotate this StorageBucket %s=%s", bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
 
-func (r *Reconciler) warnDeletionBlocked(patcher *reconcile.StatusPatcher, sb *bkv1.StorageBucket, se *reconcile.StepError) {
-	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c != nil && c.Reason == se.Reason {
-		return
+// blockDeletion says on Ready why the deletion cannot finish yet and what to do about
+// it (hint), and announces it by a Warning Event when the reason is new.
+func (r *Reconciler) blockDeletion(patcher *reconcile.StatusPatcher, sb *bkv1.StorageBucket, se *reconcile.StepError, hint string) {
+	msg := se.Message + hint
+	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != se.Reason {
+		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", msg) })
 	}
-	patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, se.Reason, "Delete", "%s", se.Message) })
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, se.Reason, msg)
 }
 
 // knownBucket is the bucket this object knows it bound or set out to create: status
@@ -80,26 +87,35 @@ func knownBucket(sb *bkv1.StorageBucket) string {
 	return ""
 }
 
-// deleteExternal returns true once nothing more needs doing on the store. It finds the
-// bucket from status, the create intent, or (when a first pass was cut short before
-// either was written) the name the claim would use, and acts only on a bucket whose tags
-// say it is this object's, or that this object's intent proves it created.
-func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, error) {
+// deleteExternal returns true once nothing more needs doing on the store, and
+// otherwise when to look again. It finds the bucket from status, the create intent, or
+// (when a first pass was cut short before either was written) the name the claim would
+// use, and acts only on a bucket whose tags say it is this object's, or that this
+// object's intent proves it created.
+//
+// "Could not ask the store" is never taken for "nothing there": a Delete or Purge waits
+// until the store answers (or the claim is annotated to abandon the bucket). Only
+// Retain goes on without an answer, as the bucket stays either way.
+func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, time.Duration, error) {
 	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketAbandoned, "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
 			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
-		return true, nil
+		return true, 0, nil
 	}
 	known := knownBucket(sb)
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return false, err
+			return false, 0, err
 		}
 		if known == "" || sb.Spec.DeletionPolicy == bkv1.DeletionPolicyRetain || sb.Spec.DeletionPolicy == "" {
-			return true, nil // nothing was made, or nothing was to be deleted
+			// Nothing was made, or nothing was to be deleted; and with the store gone
+			// there is no one left to ask.
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketNotReleased, "Delete", "ObjectStore %s is gone: bucket %s, if any, was left as it is",
+				sb.Spec.ObjectStoreRef.Name, cmp.Or(known, "(none recorded)"))
+			return true, 0, nil
 		}
-		return false, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
+		return false, 0, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
 			sb.Spec.ObjectStoreRef.Name, known, deletionVerb(sb.Spec.DeletionPolicy))
 	}
 	bucket := known
@@ -113,61 +129,127 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 		policy = bkv1.DeletionPolicyRetain
 	}
 
-	done, err := r.deleteOwnedBucket(ctx, sb, patcher, store, bucket, policy)
-	if err != nil && (known == "" || policy == bkv1.DeletionPolicyRetain || policy == "") {
+	done, retryIn, err := r.deleteOwnedBucket(ctx, sb, patcher, store, bucket, policy)
+	if err != nil && (policy == bkv1.DeletionPolicyRetain || policy == "") {
 		// Retain never blocks on the store: the bucket stays either way, and a later
 		// claim of the same cluster, namespace and name binds it again (see released).
-		// Nor does a claim that never recorded a bucket (refused, or of another
-		// account): only a status write lost after tagging leaves one behind, and the
-		// same rule binds it again.
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketNotReleased, "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
 			bucket, reconcile.AsStepError(err, "releasing").Reason)
-		return true, nil
+		return true, 0, nil
 	}
-	return done, err
+	return done, retryIn, err
 }
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.
-func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, error) {
+func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, store *bkv1.ObjectStore, bucket string, policy bkv1.DeletionPolicy) (bool, time.Duration, error) {
 	c, err := r.Stores.ClientForRegion(ctx, store, cmp.Or(sb.Status.Region, sb.Spec.Region), sb.Namespace)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	if _, err := c.HeadBucket(ctx, bucket); err != nil {
-		if s3.KindOf(err) == s3.KindNotFound {
-			return true, nil
-		}
-		return false, reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q before deletion", bucket))
-	}
-	tags, err := c.GetBucketTagging(ctx, bucket)
+	tags, err := headBucket(ctx, c, bucket)
 	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("reading tags of bucket %q before deletion", bucket))
+		return r.unreadable(sb, patcher, bucket, err, "checking bucket %q before deletion")
+	}
+	if tags == nil {
+		if tags, err = c.GetBucketTagging(ctx, bucket); err != nil {
+			return r.unreadable(sb, patcher, bucket, err, "reading tags of bucket %q before deletion")
+		}
 	}
 	me, err := r.ownerOf(ctx, sb)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	switch me.of(tags, store.Spec.Guardrails.AllowRebindToRecreatedNamespace) {
 	case ownedByUs:
 	case unowned:
 		if !createIntended(sb, bucket) {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketLeftAlone, "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
-			return true, nil
+			r.leftAlone(sb, bucket, "is not owned by this StorageBucket")
+			return true, 0, nil
 		}
 		// Created by this object, which was deleted or stopped before tagging it.
 	default:
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketLeftAlone, "Delete", "bucket %s is not owned by this StorageBucket and was left as it is", bucket)
-		return true, nil
+		r.leftAlone(sb, bucket, "is not owned by this StorageBucket")
+		return true, 0, nil
 	}
 
 	switch policy {
 	case bkv1.DeletionPolicyDelete:
-		return r.deleteBucket(ctx, sb, c, bucket)
+		return r.deleteBucket(ctx, sb, patcher, c, bucket)
 	case bkv1.DeletionPolicyPurge:
-		return r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now})
+		if err := r.liftPolicyBeforePurge(ctx, sb, c, bucket); err != nil {
+			return false, 0, err
+		}
+		done, err := r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now}, r.purgeLockOf(sb, store, me, c, bucket, tags))
+		if err != nil || !done {
+			return false, r.purges.nextPassIn(sb.UID, r.Clock.Now()), err
+		}
+		return r.gone(sb, patcher, bucket, fmt.Sprintf("purged bucket %q", bucket))
 	default:
-		return r.releaseBucket(ctx, sb, me, c, bucket, tags)
+		done, err := r.releaseBucket(ctx, sb, me, c, bucket, tags)
+		return done, 0, err
 	}
+}
+
+// unreadable decides on a bucket the store would not show: one it says is not there
+// is absent (see absent); one these credentials may not even see cannot be one this
+// object created or bound unless it recorded so, and is left alone; anything else is
+// a question the store did not answer, and the deletion waits for its answer.
+func (r *Reconciler) unreadable(sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, bucket string, err error, doing string) (bool, time.Duration, error) {
+	switch s3.KindOf(err) {
+	case s3.KindNotFound:
+		return r.absent(sb, patcher, bucket)
+	case s3.KindAccessDenied:
+		if knownBucket(sb) == "" {
+			// Creating, adopting or binding a bucket all need access to it, and each
+			// records the bucket in status (the intent before CreateBucket).
+			r.leftAlone(sb, bucket, "exists, but these credentials may not access it: this StorageBucket never created or bound it")
+			return true, 0, nil
+		}
+	}
+	return false, 0, reconcile.AsStepError(err, fmt.Sprintf(doing, bucket))
+}
+
+func (r *Reconciler) leftAlone(sb *bkv1.StorageBucket, bucket, why string) {
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketLeftAlone, "Delete", "bucket %s %s and was left as it is", bucket, why)
+}
+
+// absent concludes a deletion whose bucket the store says is not there: nothing to
+// delete, once no CreateBucket of this object can still make it.
+func (r *Reconciler) absent(sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, bucket string) (bool, time.Duration, error) {
+	if wait := r.awaitLateCreate(sb, patcher, bucket, fmt.Sprintf("bucket %q is not on the store", bucket)); wait > 0 {
+		return false, wait, nil
+	}
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketAbsent, "Delete", "bucket %s is not on the store: nothing to delete", bucket)
+	return true, 0, nil
+}
+
+// gone concludes a deletion that deleted the bucket (done says what was done), once no
+// CreateBucket of this object can make it again.
+func (r *Reconciler) gone(sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, bucket, done string) (bool, time.Duration, error) {
+	if wait := r.awaitLateCreate(sb, patcher, bucket, done); wait > 0 {
+		return false, wait, nil
+	}
+	return true, 0, nil
+}
+
+// awaitLateCreate returns how long a CreateBucket of sb that went unanswered may still
+// land (zero: none can), and while one may, says so on Ready (state is what the
+// deletion found) and announces it when that is new.
+func (r *Reconciler) awaitLateCreate(sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, bucket, state string) time.Duration {
+	landBy := r.createsLandBy(sb)
+	wait := landBy.Sub(r.Clock.Now())
+	if wait <= 0 {
+		return 0
+	}
+	msg := fmt.Sprintf("%s, but a CreateBucket of it sent at %s went unanswered and the store may still carry it out until %s; the deletion looks again then",
+		state, sb.Status.CreateIntent.SentAt.UTC().Format(time.RFC3339), landBy.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339))
+	if c := reconcile.FindCondition(sb.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonCreateUnanswered {
+		patcher.AfterWrite(func() {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonCreateUnanswered, "Delete", "%s", msg)
+		})
+	}
+	reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonCreateUnanswered, msg)
+	return wait
 }
 
 // releaseBucket keeps the bucket but drops this object's UID from its tags, keeping its
@@ -184,143 +266,21 @@ func (r *Reconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, 
 	return true, nil
 }
 
-func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string) (bool, error) {
+func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string) (bool, time.Duration, error) {
 	err := c.DeleteBucket(ctx, bucket)
 	switch s3.KindOf(err) {
 	case s3.KindNotFound:
-		return true, nil
+		return r.absent(sb, patcher, bucket)
 	case s3.KindNotEmpty:
-		return false, &reconcile.StepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
+		return false, 0, &reconcile.StepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
 			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy Delete deletes only an empty bucket: empty it, or set deletionPolicy Purge to delete its contents too", bucket)}
 	}
 	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
+		return false, 0, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q", bucket))
 	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "deleted bucket %s", bucket)
-	return true, nil
+	return r.gone(sb, patcher, bucket, fmt.Sprintf("deleted bucket %q", bucket))
 }
-
-// purgeBucket aborts incomplete multipart uploads and deletes every object version and
-// delete marker, a few pages at a time, then the bucket. Each pass starts listing
-// afresh, so an interrupted purge simply resumes. Progress goes to status and Events at
-// most every purgeReportInterval (see purgeProgress), not on every pass.
-func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender) (bool, error) {
-	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
-	if err != nil {
-		return false, err
-	}
-	deleted, versionsLeft := 0, false
-	var page *s3.PageToken
-	for range purgePagesPerPass {
-		// A listing and the deletion of its page: two requests.
-		if !spend.take(2) {
-			versionsLeft = true
-			break
-		}
-		res, err := c.ListObjectVersions(ctx, bucket, page)
-		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
-		}
-		ids := make([]s3.ObjectID, 0, len(res.Versions))
-		for _, v := range res.Versions {
-			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
-		}
-		if len(ids) > 0 {
-			if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-				return false, reconcile.AsStepError(err, fmt.Sprintf("purging objects of bucket %q", bucket))
-			}
-			deleted += len(ids)
-		}
-		if res.Next == nil {
-			break
-		}
-		page, versionsLeft = res.Next, true
-	}
-	progress := r.purges.pass(sb.UID, deleted, aborted)
-	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
-	if deleted == 0 && aborted == 0 && !uploadsLeft && !versionsLeft {
-		// The listings found nothing: the bucket should be empty now.
-		err := c.DeleteBucket(ctx, bucket)
-		switch s3.KindOf(err) {
-		case s3.KindNotFound:
-			r.purges.forget(sb.UID)
-			return true, nil
-		case s3.KindNotEmpty:
-			// Written to since it was listed (or a store with hidden leftovers): the
-			// next pass lists again. Not an error a person has to act on.
-		default:
-			if err != nil {
-				return false, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
-			}
-			r.purges.forget(sb.UID)
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
-			return true, nil
-		}
-	}
-	if r.purges.reportDue(sb.UID, r.Clock.Now()) {
-		msg := fmt.Sprintf("purging bucket %q: %s; %s", bucket, progress.totals(), progress.left(versionsLeft || uploadsLeft))
-		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
-		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
-	}
-	return false, nil
-}
-
-// abortUploads aborts what the purge budget allows of one page of the bucket's
-// incomplete multipart uploads: they hold data (and, on some stores, the bucket)
-// although no listing of objects shows them. more says uploads remain. A store that
-// cannot list uploads has none to abort.
-func abortUploads(ctx context.Context, c s3.Client, bucket string, spend purgeSpender) (aborted int, more bool, err error) {
-	if !spend.take(1) {
-		return 0, true, nil
-	}
-	page, err := c.ListMultipartUploads(ctx, bucket, nil)
-	if s3.KindOf(err) == s3.KindNotImplemented {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, reconcile.AsStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
-	}
-	for _, u := range page.Uploads {
-		if !spend.take(1) {
-			return aborted, true, nil
-		}
-		if err := c.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil {
-			return aborted, false, reconcile.AsStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
-		}
-		aborted++
-	}
-	return aborted, page.Next != nil, nil
-}
-
-// purgeSpender takes a purge's requests from its store's purge budget (PurgeBudget):
-// a pass sends what the budget has now and stops there; the next pass comes when it
-// has some again. A nil budget takes everything.
-type purgeSpender struct {
-	budget *rate.Limiter
-	now    func() time.Time
-}
-
-func (s purgeSpender) take(n int) bool {
-	return s.budget == nil || s.budget.AllowN(s.now(), n)
-}
-
-// wait is how long until the budget has a pass's worth of requests again (zero: now).
-func (s purgeSpender) wait() time.Duration {
-	if s.budget == nil {
-		return 0
-	}
-	now := s.now()
-	r := s.budget.ReserveN(now, min(purgePassRequests, s.budget.Burst()))
-	defer r.CancelAt(now)
-	if !r.OK() {
-		return 0
-	}
-	return r.DelayFrom(now)
-}
-
-// purgePassRequests is what a full pass sends besides its uploads' aborts: the listing
-// of uploads and purgePagesPerPass listings of versions with a deletion each.
-const purgePassRequests = 1 + 2*purgePagesPerPass
 
 func deletionVerb(p bkv1.DeletionPolicy) string {
 	switch p {
@@ -331,4 +291,30 @@ func deletionVerb(p bkv1.DeletionPolicy) string {
 	default:
 		return "released"
 	}
+}
+
+// liftPolicyBeforePurge deletes the bucket policy the operator set before a purge's
+// first pass. A tenant's Deny of the data actions a purge lists and deletes with
+// (s3:ListBucketVersions, s3:DeleteObject, s3:DeleteObjectVersion), for everyone or
+// for requests without TLS, say, would otherwise refuse the operator on stores that
+// apply bucket policies to its own credentials, and the claim could never be deleted.
+// The policy goes with the bucket anyway. A policy the operator never set (on an
+// adopted bucket) stays: a Deny there is the platform team's. A store that refuses the
+// deletion (a Deny of s3:DeleteBucketPolicy written before the guardrails refused one)
+// does not stop the purge: it tries, and its condition says what the store refused.
+func (r *Reconciler) liftPolicyBeforePurge(ctx context.Context, sb *bkv1.StorageBucket, c s3.Client, bucket string) error {
+	managed := managedConfigOf(sb, bucket)
+	if !managed.exclusive && !managed.applied.Policy || r.purges.policyLifted(sb.UID) {
+		return nil
+	}
+	err := c.DeleteBucketPolicy(ctx, bucket)
+	switch kind := s3.KindOf(err); {
+	case err == nil, kind == s3.KindNotImplemented, kind == s3.KindNotFound:
+	case kind == s3.KindAccessDenied:
+		log.FromContext(ctx).Info("the store refused the deletion of the bucket's policy before its purge; purging under it", "bucket", bucket, "error", err)
+	default:
+		return reconcile.AsStepError(err, fmt.Sprintf("deleting the policy of bucket %q to purge it", bucket))
+	}
+	r.purges.liftPolicy(sb.UID)
+	return nil
 }

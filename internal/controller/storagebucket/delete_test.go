@@ -3,6 +3,7 @@ package storagebucket
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -77,7 +79,7 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 		}
 		before := bucket.requests
 		patcher := reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
-		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend)
+		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend, purgeLock{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,4 +104,148 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 		t.Errorf("%d passes: the budget did not pace the purge", passes)
 	}
 	t.Logf("%d passes, %d requests", passes, bucket.requests)
+}
+
+// TestDeletionWaitsForAnUnansweredCreate: a claim whose CreateBucket went unanswered is
+// deleted. The store says the bucket is not there, which proves nothing while the
+// create may still be carried out: the deletion waits, says why on Ready and by an
+// Event, and only once the create can no longer land concludes there is nothing to
+// delete. A bucket it deletes meanwhile is looked for again once that time has passed.
+func TestDeletionWaitsForAnUnansweredCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// seen: this process sent the create and saw it go unanswered; otherwise
+		// another process sent it (a restart), known only from status.
+		seen   bool
+		absent bool
+	}{
+		{name: "not there, create seen unanswered", seen: true, absent: true},
+		{name: "not there, create sent before a restart", absent: true},
+		{name: "there, untagged: the create landed", seen: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bucket := &fakeS3{absent: tc.absent}
+			g := newRig(t, bucket)
+			sent := g.clock.Now()
+			g.intentSentAt(sent)
+			landBy := sent.Add(time.Second + rigDeadline + rigSettle)
+			if tc.seen {
+				landBy = sent.Add(rigDeadline + rigSettle) // the call ended at its deadline
+				g.r.creates.ended(client.ObjectKeyFromObject(g.sb), g.sb.UID, g.sb.Status.CreateIntent.SentAt.Time, landBy)
+			}
+			g.clock.Step(rigDeadline + time.Second)
+
+			done, retryIn, err := g.r.deleteExternal(context.Background(), g.sb, g.patcher())
+			if err != nil || done {
+				t.Fatalf("while the create may land: done %v, err %v; want to wait", done, err)
+			}
+			if want := landBy.Sub(g.clock.Now()); retryIn != want {
+				t.Errorf("looks again in %v, want %v (when the create can no longer land)", retryIn, want)
+			}
+			c := reconcile.FindCondition(g.sb.Status.Conditions, bkv1.ConditionReady)
+			if c == nil || c.Reason != bkv1.ReasonCreateUnanswered || !strings.Contains(c.Message, "looks again") {
+				t.Errorf("Ready = %+v, want CreateUnanswered saying when it looks again", c)
+			}
+			first := g.drained()
+			if tc.absent && (hasEvent(first, bkv1.EventReasonBucketAbsent) || hasEvent(first, bkv1.EventReasonBucketDeleted)) {
+				t.Errorf("a decision was announced while the create may land: %v", first)
+			}
+			if !tc.absent && (!hasEvent(first, bkv1.EventReasonBucketDeleted) || !bucket.absent) {
+				t.Errorf("the landed bucket was not deleted and announced: %v", first)
+			}
+
+			g.clock.Step(retryIn)
+			done, _, err = g.r.deleteExternal(context.Background(), g.sb, g.patcher())
+			if err != nil || !done {
+				t.Fatalf("once no create can land: done %v, err %v; want done", done, err)
+			}
+			if ev := g.drained(); !hasEvent(ev, bkv1.EventReasonBucketAbsent) {
+				t.Errorf("events %v, want %s", ev, bkv1.EventReasonBucketAbsent)
+			}
+		})
+	}
+}
+
+// TestDeletionNeverTakesNoAnswerForNothing: when the store does not answer, a Delete
+// claim waits, whether or not it recorded a bucket; a Retain claim goes (the bucket
+// stays either way) and says it could not ask. A bucket these credentials may not even
+// see is not one a claim that recorded none created or bound.
+func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
+	timeout := &s3.Error{Op: "HeadBucket", Bucket: rigBucket, Kind: s3.KindTimeout}
+	denied := &s3.Error{Op: "HeadBucket", Bucket: rigBucket, Kind: s3.KindAccessDenied, StatusCode: 403}
+	intent := func(sb *bkv1.StorageBucket) {
+		at := metav1.NewTime(time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: rigBucket, UID: sb.UID, SentAt: &at}
+	}
+	retain := func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyRetain }
+	for _, tc := range []struct {
+		name    string
+		headErr error
+		mutate  []func(*bkv1.StorageBucket)
+		done    bool
+		event   string
+	}{
+		{name: "Delete, nothing recorded, no answer", headErr: timeout},
+		{name: "Delete, intent recorded, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){intent}},
+		{name: "Retain, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){retain}, done: true, event: bkv1.EventReasonBucketNotReleased},
+		{name: "Delete, nothing recorded, access denied", headErr: denied, done: true, event: bkv1.EventReasonBucketLeftAlone},
+		{name: "Delete, intent recorded, access denied", headErr: denied, mutate: []func(*bkv1.StorageBucket){intent}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := map[string]error{"HeadBucket": tc.headErr}
+			if tc.headErr == denied {
+				// Credentials that may not see the bucket read none of it: a HEAD
+				// refused alone (a tenant's Deny of s3:ListBucket) is looked past.
+				errs["GetBucketTagging"] = &s3.Error{Op: "GetBucketTagging", Bucket: rigBucket, Kind: s3.KindAccessDenied, StatusCode: 403}
+			}
+			g := newRig(t, &fakeS3{errs: errs}, tc.mutate...)
+			done, _, err := g.r.deleteExternal(context.Background(), g.sb, g.patcher())
+			if done != tc.done || (err == nil) != tc.done {
+				t.Fatalf("done %v, err %v; want done %v", done, err, tc.done)
+			}
+			if ev := g.drained(); tc.event != "" && !hasEvent(ev, tc.event) {
+				t.Errorf("events %v, want %s", ev, tc.event)
+			}
+		})
+	}
+}
+
+// TestPurgeLiftsTheOperatorsPolicyFirst: before a purge's first pass the operator
+// deletes the policy it set, once, so a tenant's Deny of the data actions a purge lists
+// and deletes with cannot keep the claim from being deleted; a store that refuses the
+// deletion does not stop the purge. A policy the operator never set (an adopted
+// bucket's) stays.
+func TestPurgeLiftsTheOperatorsPolicyFirst(t *testing.T) {
+	ctx := context.Background()
+	r := &Reconciler{}
+	mine := newSpecBucket() // its create intent names bucket "b"
+	f := &fakeS3{policy: `{"Statement":[]}`}
+	for range 2 {
+		if err := r.liftPolicyBeforePurge(ctx, mine, f, "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.policy != "" || len(f.writes) != 1 {
+		t.Errorf("policy %q after writes %v; want it deleted, once", f.policy, f.writes)
+	}
+
+	adopted := newSpecBucket()
+	adopted.UID, adopted.Status.CreateIntent = "2222-bbbb", nil
+	f = &fakeS3{policy: `{"Statement":[]}`}
+	if err := r.liftPolicyBeforePurge(ctx, adopted, f, "b"); err != nil || len(f.writes) != 0 {
+		t.Errorf("adopted bucket: err = %v, writes %v; want its policy left alone", err, f.writes)
+	}
+
+	refused := newSpecBucket()
+	refused.UID, refused.Status.CreateIntent.UID = "3333-cccc", "3333-cccc"
+	f = &fakeS3{policy: `{"Statement":[]}`, errs: map[string]error{"DeleteBucketPolicy": s3Err("DeleteBucketPolicy", s3.KindAccessDenied)}}
+	if err := r.liftPolicyBeforePurge(ctx, refused, f, "b"); err != nil {
+		t.Errorf("refused by the store: err = %v, want the purge to go on", err)
+	}
+	f = &fakeS3{errs: map[string]error{"DeleteBucketPolicy": s3Err("DeleteBucketPolicy", s3.KindUnreachable)}}
+	other := newSpecBucket()
+	other.UID, other.Status.CreateIntent.UID = "4444-dddd", "4444-dddd"
+	if err := r.liftPolicyBeforePurge(ctx, other, f, "b"); err == nil {
+		t.Error("unreachable store: no error, want the pass retried")
+	}
 }

@@ -9,15 +9,23 @@ import (
 )
 
 // fakeS3 is an in-memory bucket configuration behind s3.Client. Only the configuration
-// methods are implemented; any other method panics on the nil embedded interface.
+// methods and the bucket's own (head, create, delete) are implemented; any other method
+// panics on the nil embedded interface.
 type fakeS3 struct {
 	s3.Client
+
+	// absent: the bucket does not exist.
+	absent bool
 
 	versioning s3.VersioningStatus
 	tags       map[string]string
 	lifecycle  []s3.LifecycleRule
 	pab        *s3.PublicAccessBlock
 	policy     string
+	lock       s3.ObjectLockConfig
+	// lockOnExisting: PutObjectLockConfiguration may turn object lock on (else it
+	// answers InvalidBucketState, as a store that cannot lock an existing bucket).
+	lockOnExisting bool
 
 	// errs makes the named method fail with the given error (state left unchanged).
 	errs map[string]error
@@ -35,6 +43,38 @@ func (f *fakeS3) read(op string) error {
 func (f *fakeS3) write(op string) error {
 	f.writes = append(f.writes, op)
 	return f.errs[op]
+}
+
+func (f *fakeS3) HeadBucket(_ context.Context, bucket string) (string, error) {
+	if err := f.read("HeadBucket"); err != nil {
+		return "", err
+	}
+	if f.absent {
+		return "", &s3.Error{Op: "HeadBucket", Bucket: bucket, Kind: s3.KindNotFound, StatusCode: 404}
+	}
+	return "", nil
+}
+
+func (f *fakeS3) CreateBucket(_ context.Context, bucket, _ string) error {
+	if err := f.write("CreateBucket"); err != nil {
+		return err
+	}
+	if !f.absent {
+		return &s3.Error{Op: "CreateBucket", Bucket: bucket, Kind: s3.KindAlreadyOwnedByYou, Code: "BucketAlreadyOwnedByYou", StatusCode: 409}
+	}
+	f.absent, f.tags = false, nil
+	return nil
+}
+
+func (f *fakeS3) DeleteBucket(_ context.Context, bucket string) error {
+	if err := f.write("DeleteBucket"); err != nil {
+		return err
+	}
+	if f.absent {
+		return &s3.Error{Op: "DeleteBucket", Bucket: bucket, Kind: s3.KindNotFound, Code: "NoSuchBucket", StatusCode: 404}
+	}
+	f.absent, f.tags = true, nil
+	return nil
 }
 
 func (f *fakeS3) GetBucketVersioning(_ context.Context, _ string) (s3.VersioningStatus, error) {
@@ -146,6 +186,24 @@ func (f *fakeS3) DeleteBucketPolicy(_ context.Context, _ string) error {
 		return err
 	}
 	f.policy = ""
+	return nil
+}
+
+func (f *fakeS3) GetObjectLockConfiguration(_ context.Context, _ string) (s3.ObjectLockConfig, error) {
+	if err := f.read("GetObjectLockConfiguration"); err != nil {
+		return s3.ObjectLockConfig{}, err
+	}
+	return f.lock, nil
+}
+
+func (f *fakeS3) PutObjectLockConfiguration(_ context.Context, _ string, cfg s3.ObjectLockConfig) error {
+	if err := f.write("PutObjectLockConfiguration"); err != nil {
+		return err
+	}
+	if !f.lock.Enabled && (!f.lockOnExisting || f.versioning != s3.VersioningEnabled) {
+		return &s3.Error{Op: "PutObjectLockConfiguration", Bucket: "b", Kind: s3.KindInvalid, Code: "InvalidBucketState", StatusCode: 409}
+	}
+	f.lock = cfg
 	return nil
 }
 

@@ -15,7 +15,8 @@ import (
 // It runs on every pass, suspended or not, so a guardrail the platform team tightens
 // later stalls the claims it now refuses, and what it now forbids on their buckets
 // (public access, a public or refused policy the operator set) is withdrawn. Each
-// refusal's reason names the guardrail. The policy it accepts is kept in scope.policy
+// refusal's reason names the guardrail, or WithdrawalRefused when the store refused the
+// operator the removal of what it forbids. The policy it accepts is kept in scope.policy
 // as checked, for the configuration step to send. Of the guardrails, only the name's
 // lane (checkNameLane) reads more than the two specs: the namespaces it could collide
 // with, from the cache.
@@ -28,6 +29,10 @@ func (r *Reconciler) reconcileGuardrails(ctx context.Context, scope *bucketScope
 		}
 	}
 	if err := r.withdrawForbidden(ctx, scope, refusal); err != nil {
+		var refusedByStore *reconcile.StepError
+		if errors.As(err, &refusedByStore) && refusedByStore.Terminal {
+			return refusedByStore // the store refused the operator: WithdrawalRefused
+		}
 		// The refusal stands; what it forbids is still on the bucket, so retry.
 		return &reconcile.StepError{Reason: refusal.Reason, Message: refusal.Message + "; removing what it forbids from the bucket failed, will retry", Err: err}
 	}
@@ -55,7 +60,7 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 		return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "publicAccess: Allowed needs ObjectStore %q's guardrails.allowPublicBuckets", store.Name)
 	}
 	if raw := policyDocument(sb.Spec.Policy); raw != "" {
-		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket)
+		report, err := guardrail.InspectPolicy([]byte(raw), scope.bucket, rails.PolicyPrincipalAccounts)
 		if err != nil {
 			message := err.Error()
 			if errors.As(err, &refused) {
@@ -64,10 +69,13 @@ func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 			return reconcile.Terminalf(bkv1.ReasonPolicyNotAllowed, "%s", message)
 		}
 		if report.Public != "" && !rails.AllowPublicBuckets {
-			return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants an anonymous or wildcard principal, which needs ObjectStore %q's guardrails.allowPublicBuckets",
-				report.Public, store.Name)
+			return reconcile.Terminalf(bkv1.ReasonPublicAccessNotAllowed, "policy %s grants %s: not one specific identity, so the bucket would be public, which needs ObjectStore %q's guardrails.allowPublicBuckets",
+				report.Public, report.PublicPrincipal, store.Name)
 		}
 		scope.policy = report.Canonical
+	}
+	if refusal := checkObjectLock(sb, store); refusal != nil {
+		return refusal
 	}
 	limits, named, refusal := desiredQuota(sb, store)
 	if refusal != nil {

@@ -25,8 +25,8 @@ func TestGuardrailsPassOnTheCheckedPolicy(t *testing.T) {
 		return scope, (&Reconciler{}).reconcileGuardrails(context.Background(), scope)
 	}
 
-	const spec = `{ "Statement": { "Resource": "arn:aws:s3:::b/*", "Action": "s3:GetObject", "Principal": {"AWS": "a"}, "Effect": "Allow" } }`
-	const canonical = `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"a"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
+	const spec = `{ "Statement": { "Resource": "arn:aws:s3:::b/*", "Action": "s3:GetObject", "Principal": {"AWS": "arn:aws:iam::123456789012:user/app"}, "Effect": "Allow" } }`
+	const canonical = `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::123456789012:user/app"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
 	scope, err := guard(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +51,10 @@ func TestGuardrailsPassOnTheCheckedPolicy(t *testing.T) {
 			bkv1.ReasonPolicyNotAllowed, `"s3:PutBucketTagging"`},
 		{"public without allowPublicBuckets", `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`,
 			bkv1.ReasonPublicAccessNotAllowed, "allowPublicBuckets"},
+		{"RGW's anonymous user", `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/anonymous"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`,
+			bkv1.ReasonPublicAccessNotAllowed, `grants the principal {"AWS": "arn:aws:iam:::user/anonymous"}, an ARN with an empty account`},
+		{"Deny of a configuration action", `{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutBucketPublicAccessBlock","Resource":"arn:aws:s3:::b"}]}`,
+			bkv1.ReasonPolicyNotAllowed, `denies the action "s3:PutBucketPublicAccessBlock"`},
 	} {
 		scope, err := guard(c.policy)
 		var se *reconcile.StepError

@@ -1,6 +1,10 @@
 package storagebucket
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
+)
 
 // nameLocks serialises, per store endpoint and bucket name, the stretch of a pass from
 // "does the bucket exist" to "it carries our ownership tags". Where a store answers a
@@ -12,36 +16,29 @@ import "sync"
 // other clusters sharing a store are kept apart by their cluster tags, shards of one
 // cluster by their disjoint claims.
 type nameLocks struct {
-	mu    sync.Mutex
-	locks map[string]*nameLock
+	locks memo.Map[string, *nameLock]
 }
 
 type nameLock struct {
 	sync.Mutex
-	users int // holders and waiters; the entry goes when none is left
+	users int // holders and waiters, counted under the map's lock; the entry goes when none is left
 }
 
 // lock takes the lock of key and returns its release.
 func (l *nameLocks) lock(key string) (unlock func()) {
-	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[string]*nameLock{}
-	}
-	e := l.locks[key]
-	if e == nil {
-		e = &nameLock{}
-		l.locks[key] = e
-	}
-	e.users++
-	l.mu.Unlock()
-
+	e := l.locks.Update(key, func(e *nameLock, ok bool) (*nameLock, bool) {
+		if !ok {
+			e = &nameLock{}
+		}
+		e.users++
+		return e, true
+	})
 	e.Lock()
 	return func() {
 		e.Unlock()
-		l.mu.Lock()
-		if e.users--; e.users == 0 {
-			delete(l.locks, key)
-		}
-		l.mu.Unlock()
+		l.locks.Update(key, func(e *nameLock, _ bool) (*nameLock, bool) {
+			e.users--
+			return e, e.users > 0
+		})
 	}
 }

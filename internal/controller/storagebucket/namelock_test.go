@@ -39,8 +39,4 @@ func TestNameLocksSerialiseOneName(t *testing.T) {
 }
 
 // size is how many keys are held or waited for.
-func (l *nameLocks) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.locks)
-}
+func (l *nameLocks) size() int { return l.locks.Len() }

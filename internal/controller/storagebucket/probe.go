@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -82,8 +82,7 @@ type Prober struct {
 	// ticker holds no due times, so nothing is scheduled.
 	Naive bool
 
-	mu     sync.Mutex
-	states map[types.NamespacedName]probeState
+	states memo.Map[types.NamespacedName, probeState]
 }
 
 // probeState is kept by name, so a deleted object (known only by name by then) is
@@ -111,10 +110,7 @@ func (p *Prober) forget(key types.NamespacedName) {
 		return
 	}
 	p.Scheduler.Forget(key)
-	p.mu.Lock()
-	_, known := p.states[key]
-	delete(p.states, key)
-	p.mu.Unlock()
+	known := p.states.Delete(key)
 	// Only a bucket this prober probed can have series of its own. Another manager in
 	// the same process (a shard of the dev binary, the tests) may be told about a
 	// bucket it does not serve, e.g. through its connection Secret, and must not
@@ -125,23 +121,14 @@ func (p *Prober) forget(key types.NamespacedName) {
 }
 
 func (p *Prober) state(key types.NamespacedName, uid types.UID) (probeState, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.states[key]
+	st, ok := p.states.Get(key)
 	if !ok || st.uid != uid {
 		return probeState{}, false
 	}
 	return st, true
 }
 
-func (p *Prober) save(key types.NamespacedName, st probeState) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.states == nil {
-		p.states = map[types.NamespacedName]probeState{}
-	}
-	p.states[key] = st
-}
+func (p *Prober) save(key types.NamespacedName, st probeState) { p.states.Set(key, st) }
 
 func (p *Prober) jitter() float64 {
 	if p.Jitter != nil {
@@ -320,7 +307,7 @@ func (r *Reconciler) runProbe(ctx context.Context, scope *bucketScope) probeResu
 	start := r.Prober.Clock.Now()
 	var err error
 	mode := sb.Spec.Probe.Mode
-	if mode == bkv1.ProbeModeReadWrite {
+	if mode == bkv1.ProbeModeReadWrite && !lockedByDefault(sb) {
 		err = canaryProbe(ctx, c, bucket, bkv1.CanaryPrefix+string(sb.UID))
 	} else {
 		mode = bkv1.ProbeModeHead

@@ -2,7 +2,6 @@ package storagebucket
 
 import (
 	"context"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -30,8 +30,7 @@ import (
 // passMemo remembers, per StorageBucket, what its last full pass that ended Ready saw.
 // It lives in memory: after a restart the first pass of every bucket is a full one.
 type passMemo struct {
-	mu      sync.Mutex
-	records map[types.NamespacedName]passRecord
+	records memo.Map[types.NamespacedName, passRecord]
 }
 
 // passRecord is what a full pass saw; equal again means a full pass would find the same.
@@ -49,38 +48,22 @@ type passRecord struct {
 	secret, access, appCredentials string
 }
 
-func (m *passMemo) get(key types.NamespacedName) (passRecord, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
-	return rec, ok
-}
+func (m *passMemo) get(key types.NamespacedName) (passRecord, bool) { return m.records.Get(key) }
 
-func (m *passMemo) remember(key types.NamespacedName, rec passRecord) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]passRecord{}
-	}
-	m.records[key] = rec
-}
+func (m *passMemo) remember(key types.NamespacedName, rec passRecord) { m.records.Set(key, rec) }
 
 // wrote moves the record on to the object's new resourceVersion after a status write
 // the record already accounts for.
 func (m *passMemo) wrote(key types.NamespacedName, uid types.UID, from, to string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if rec, ok := m.records[key]; ok && rec.uid == uid && rec.object == from {
-		rec.object = to
-		m.records[key] = rec
-	}
+	m.records.Update(key, func(rec passRecord, ok bool) (passRecord, bool) {
+		if ok && rec.uid == uid && rec.object == from {
+			rec.object = to
+		}
+		return rec, ok
+	})
 }
 
-func (m *passMemo) forget(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, key)
-}
+func (m *passMemo) forget(key types.NamespacedName) { m.records.Delete(key) }
 
 // rememberPass records what a full pass saw, when it ended with the bucket Ready for its
 // generation; any other outcome forgets, so the next reconcile is a full pass again.

@@ -1,11 +1,19 @@
 package storagebucket
 
 import (
+	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // purgeReportInterval bounds how often a purge's progress is written to status and
@@ -18,8 +26,22 @@ const purgeReportInterval = 10 * time.Second
 type purgeProgress struct {
 	deleted, aborted, passes int
 	lastReport               time.Time
-	// paced: the next pass waits for the store's purge budget until then.
+	// paced: the next pass waits for the store's purge budget (or, blocked by locked
+	// versions, for the first of them to unlock) until then.
 	paced time.Time
+	// policyLifted: the operator's policy is off the bucket (liftPolicyBeforePurge).
+	policyLifted bool
+	// sweep is the listing under way, which may take several passes.
+	sweep purgeSweep
+}
+
+// purgeSweep is one listing of the whole bucket: what it deleted and found locked so
+// far, and where its next pass lists from (after the last locked version: nil while
+// none, as deleted versions are not listed again).
+type purgeSweep struct {
+	deleted int
+	locked  lockTally
+	resume  *s3.PageToken
 }
 
 func (p purgeProgress) totals() string {
@@ -36,58 +58,212 @@ func (p purgeProgress) left(more bool) string {
 // purgeMemo keeps each purge's progress by UID in memory. After a restart the counts
 // start again from zero, which the passes themselves do not need: each lists afresh.
 type purgeMemo struct {
-	mu      sync.Mutex
-	records map[types.UID]purgeProgress
+	records memo.Map[types.UID, purgeProgress]
 }
 
-// pass adds one pass's work and returns the totals.
-func (m *purgeMemo) pass(uid types.UID, deleted, aborted int) purgeProgress {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.UID]purgeProgress{}
-	}
-	p := m.records[uid]
-	p.deleted += deleted
-	p.aborted += aborted
-	p.passes++
-	m.records[uid] = p
-	return p
+// pass adds one pass's work and returns the totals and the sweep with it; a sweep the
+// pass ended (its listing's last page) is returned and the next pass starts a new one.
+func (m *purgeMemo) pass(uid types.UID, deleted, aborted int, locked lockTally, ended bool) (purgeProgress, purgeSweep) {
+	var sweep purgeSweep
+	p := m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
+		p.deleted += deleted
+		p.aborted += aborted
+		p.passes++
+		p.sweep.deleted += deleted
+		p.sweep.locked.add(locked)
+		if p.sweep.locked.versions > 0 {
+			last := p.sweep.locked.last
+			p.sweep.resume = &s3.PageToken{KeyMarker: last.Key, VersionIDMarker: last.VersionID}
+		}
+		sweep = p.sweep
+		if ended {
+			p.sweep = purgeSweep{}
+		}
+		return p, true
+	})
+	return p, sweep
+}
+
+// resumeAt is where the purge's next pass lists from (nil: the first page).
+func (m *purgeMemo) resumeAt(uid types.UID) *s3.PageToken {
+	p, _ := m.records.Get(uid)
+	return p.sweep.resume
 }
 
 // reportDue says whether progress may be reported now: on the first pass, then at most
 // once per purgeReportInterval. It records the report when it says yes.
 func (m *purgeMemo) reportDue(uid types.UID, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.records[uid]
-	if !ok || (!p.lastReport.IsZero() && now.Sub(p.lastReport) < purgeReportInterval) {
-		return false
-	}
-	p.lastReport = now
-	m.records[uid] = p
-	return true
+	due := false
+	m.records.Update(uid, func(p purgeProgress, ok bool) (purgeProgress, bool) {
+		if ok && (p.lastReport.IsZero() || now.Sub(p.lastReport) >= purgeReportInterval) {
+			p.lastReport, due = now, true
+		}
+		return p, ok
+	})
+	return due
 }
 
 // pace records until when the purge's next pass waits for its store's purge budget.
 func (m *purgeMemo) pace(uid types.UID, until time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if p, ok := m.records[uid]; ok {
+	m.records.Update(uid, func(p purgeProgress, ok bool) (purgeProgress, bool) {
 		p.paced = until
-		m.records[uid] = p
-	}
+		return p, ok
+	})
 }
 
 // nextPassIn is how long the purge's next pass waits for its store's purge budget.
 func (m *purgeMemo) nextPassIn(uid types.UID, now time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return max(0, m.records[uid].paced.Sub(now))
+	p, _ := m.records.Get(uid)
+	return max(0, p.paced.Sub(now))
 }
 
-func (m *purgeMemo) forget(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, uid)
+// liftPolicy records that the purge took the operator's policy off the bucket.
+func (m *purgeMemo) liftPolicy(uid types.UID) {
+	m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
+		p.policyLifted = true
+		return p, true
+	})
 }
+
+// policyLifted says whether the purge took the operator's policy off the bucket.
+func (m *purgeMemo) policyLifted(uid types.UID) bool {
+	p, _ := m.records.Get(uid)
+	return p.policyLifted
+}
+
+func (m *purgeMemo) forget(uid types.UID) { m.records.Delete(uid) }
+
+// purgePagesPerPass bounds the work of one Purge reconcile (1000 versions a page), so a
+// huge bucket reports progress and lets other objects through the queue in between.
+const purgePagesPerPass = 5
+
+// purgeBucket aborts incomplete multipart uploads and deletes every object version and
+// delete marker, a few pages at a time, then the bucket. Each pass starts listing
+// afresh (after the last version an object lock keeps, if any: purge_lock.go), so an
+// interrupted purge simply resumes. Progress goes to status and Events at most every
+// purgeReportInterval (see purgeProgress), not on every pass; a listing that finds
+// nothing left but locked versions reports the deletion blocked (purgeBlocked).
+func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender, lock purgeLock) (bool, error) {
+	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
+	if err != nil {
+		return false, err
+	}
+	deleted, versionsLeft, ended := 0, false, false
+	locks := &lockFinder{c: c, bucket: bucket, bypass: lock.bypass, spend: spend, now: r.Clock.Now(), lookups: purgeLockLookups}
+	page := r.purges.resumeAt(sb.UID)
+	for range purgePagesPerPass {
+		// A listing and the deletion of its page: two requests.
+		if !spend.take(2) {
+			versionsLeft = true
+			break
+		}
+		res, err := c.ListObjectVersions(ctx, bucket, page)
+		if err != nil {
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
+		}
+		ids := make([]s3.ObjectID, 0, len(res.Versions))
+		for _, v := range res.Versions {
+			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
+		}
+		if len(ids) > 0 {
+			n, err := locks.delete(ctx, ids)
+			if err != nil {
+				return false, err
+			}
+			deleted += n
+		}
+		if res.Next == nil {
+			ended = true
+			break
+		}
+		page, versionsLeft = res.Next, true
+	}
+	progress, sweep := r.purges.pass(sb.UID, deleted, aborted, locks.found, ended)
+	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
+	if ended && sweep.locked.versions > 0 {
+		return r.purgeBlocked(ctx, sb, patcher, bucket, lock, sweep.locked)
+	}
+	if ended && sweep.deleted == 0 && aborted == 0 && !uploadsLeft {
+		// The listings found nothing: the bucket should be empty now.
+		err := c.DeleteBucket(ctx, bucket)
+		switch s3.KindOf(err) {
+		case s3.KindNotFound:
+			r.purges.forget(sb.UID)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketAbsent, "Delete", "bucket %s is no longer on the store: nothing left to purge", bucket)
+			return true, nil
+		case s3.KindNotEmpty:
+			// Written to since it was listed (or a store with hidden leftovers): the
+			// next pass lists again. Not an error a person has to act on.
+		default:
+			if err != nil {
+				return false, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
+			}
+			r.purges.forget(sb.UID)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
+			return true, nil
+		}
+	}
+	if r.purges.reportDue(sb.UID, r.Clock.Now()) {
+		msg := fmt.Sprintf("purging bucket %q: %s; %s", bucket, progress.totals(), progress.left(versionsLeft || uploadsLeft))
+		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
+		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
+	}
+	return false, nil
+}
+
+// abortUploads aborts what the purge budget allows of one page of the bucket's
+// incomplete multipart uploads: they hold data (and, on some stores, the bucket)
+// although no listing of objects shows them. more says uploads remain. A store that
+// cannot list uploads has none to abort.
+func abortUploads(ctx context.Context, c s3.Client, bucket string, spend purgeSpender) (aborted int, more bool, err error) {
+	if !spend.take(1) {
+		return 0, true, nil
+	}
+	page, err := c.ListMultipartUploads(ctx, bucket, nil)
+	if s3.KindOf(err) == s3.KindNotImplemented {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, reconcile.AsStepError(err, fmt.Sprintf("listing incomplete uploads of bucket %q to purge it", bucket))
+	}
+	for _, u := range page.Uploads {
+		if !spend.take(1) {
+			return aborted, true, nil
+		}
+		if err := c.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil {
+			return aborted, false, reconcile.AsStepError(err, fmt.Sprintf("aborting an incomplete upload in bucket %q", bucket))
+		}
+		aborted++
+	}
+	return aborted, page.Next != nil, nil
+}
+
+// purgeSpender takes a purge's requests from its store's purge budget (PurgeBudget):
+// a pass sends what the budget has now and stops there; the next pass comes when it
+// has some again. A nil budget takes everything.
+type purgeSpender struct {
+	budget *rate.Limiter
+	now    func() time.Time
+}
+
+func (s purgeSpender) take(n int) bool {
+	return s.budget == nil || s.budget.AllowN(s.now(), n)
+}
+
+// wait is how long until the budget has a pass's worth of requests again (zero: now).
+func (s purgeSpender) wait() time.Duration {
+	if s.budget == nil {
+		return 0
+	}
+	now := s.now()
+	r := s.budget.ReserveN(now, min(purgePassRequests, s.budget.Burst()))
+	defer r.CancelAt(now)
+	if !r.OK() {
+		return 0
+	}
+	return r.DelayFrom(now)
+}
+
+// purgePassRequests is what a full pass sends besides its uploads' aborts: the listing
+// of uploads and purgePagesPerPass listings of versions with a deletion each.
+const purgePassRequests = 1 + 2*purgePagesPerPass

@@ -22,10 +22,13 @@ type ProbeRequester struct {
 	Clock  clock.PassiveClock
 }
 
-// BucketsNamed finds StorageBuckets by status.bucketName through a field index.
-func (q *ProbeRequester) BucketsNamed(ctx context.Context, bucket string) ([]types.NamespacedName, error) {
+// BucketsNamed finds the StorageBuckets of namespace ("": of all) by status.bucketName
+// through a field index. The cache indexes each value per namespace too, so a lookup
+// in one namespace never reads another's StorageBuckets: the receiver's answers to a
+// namespaced key then cost the same whatever other namespaces hold.
+func (q *ProbeRequester) BucketsNamed(ctx context.Context, bucket, namespace string) ([]types.NamespacedName, error) {
 	list := &bkv1.StorageBucketList{}
-	if err := q.Client.List(ctx, list, client.MatchingFields{reconcile.IndexStorageBucketBucketName: bucket}); err != nil {
+	if err := q.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{reconcile.IndexStorageBucketBucketName: bucket}); err != nil {
 		return nil, err
 	}
 	out := make([]types.NamespacedName, 0, len(list.Items))

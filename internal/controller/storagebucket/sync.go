@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -135,11 +135,13 @@ func desiredHash(scope *bucketScope, me owner) string {
 		// Quota is left out while nothing names one, so that the hash of a bucket
 		// without a quota is what it was before quotas existed.
 		Quota *quota.Limits `json:",omitempty"`
+		// ObjectLock likewise, while the spec asks for none.
+		ObjectLock *bkv1.ObjectLock `json:",omitempty"`
 	}{
 		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: stores.Endpoint(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
-		Policy: scope.policy, Quota: namedQuota(scope.quota),
+		Policy: scope.policy, Quota: namedQuota(scope.quota), ObjectLock: sb.Spec.ObjectLock,
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:8])
@@ -157,8 +159,7 @@ func namedQuota(p quotaPlan) *quota.Limits {
 // store's health) do not re-read eight settings per bucket. It lives in memory; what
 // survives a restart is status.applied.hash (see syncDue).
 type syncMemo struct {
-	mu      sync.Mutex
-	records map[types.NamespacedName]syncRecord
+	records memo.Map[types.NamespacedName, syncRecord]
 }
 
 type syncRecord struct {
@@ -168,25 +169,16 @@ type syncRecord struct {
 }
 
 func (m *syncMemo) due(key types.NamespacedName, uid types.UID, version syncInputs, now time.Time, interval time.Duration) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
+	rec, ok := m.records.Get(key)
 	return !ok || rec.uid != uid || rec.version != version || now.Sub(rec.at) >= interval
 }
 
 // has says whether this process has a record of the key, even an expired one.
-func (m *syncMemo) has(key types.NamespacedName) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.records[key]
-	return ok
-}
+func (m *syncMemo) has(key types.NamespacedName) bool { return m.records.Has(key) }
 
 // until is how long until the key's sync is due, zero when it is due or unknown.
 func (m *syncMemo) until(key types.NamespacedName, uid types.UID, now time.Time, interval time.Duration) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec, ok := m.records[key]
+	rec, ok := m.records.Get(key)
 	if !ok || rec.uid != uid {
 		return 0
 	}
@@ -194,28 +186,14 @@ func (m *syncMemo) until(key types.NamespacedName, uid types.UID, now time.Time,
 }
 
 func (m *syncMemo) done(key types.NamespacedName, uid types.UID, version syncInputs, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]syncRecord{}
-	}
-	m.records[key] = syncRecord{uid: uid, version: version, at: now}
+	m.records.Set(key, syncRecord{uid: uid, version: version, at: now})
 }
 
 // expire makes the key due at once, whatever its status says: the bucket is known to
 // need a check (it vanished from the store).
 func (m *syncMemo) expire(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.records == nil {
-		m.records = map[types.NamespacedName]syncRecord{}
-	}
-	m.records[key] = syncRecord{} // no UID matches: due
+	m.records.Set(key, syncRecord{}) // no UID matches: due
 }
 
 // forget drops the key's record: the object is gone or being deleted.
-func (m *syncMemo) forget(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.records, key)
-}
+func (m *syncMemo) forget(key types.NamespacedName) { m.records.Delete(key) }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make test's program: builds the test peers in the background while it checks the
+# generated files and compiles every test binary, then runs the suites side by side on
+# warm binaries (hack/run-suites.sh), go vet among them. DEVELOPMENT.md ("How make test
+# runs") says what each suite is and why the steps come in this order.
+#
+#   make test        (the Makefile passes the settings below; run it through make)
+#
+# Settings, from the Makefile: GO, TEST_MAKE (the make that runs the build steps),
+# TEST_BIN (where the test binaries go), TEST_RUN (the test binaries' flags), TEST_LOGS
+# (one log per suite), RACE_PKGS (packages run with the race detector), NESTED (the
+# nested modules), PACED_TESTS (the integration tests that mostly wait, run in a
+# process of their own), INSTALL_TESTS (the install test, a suite of its own), SOAK_PKG
+# (the soak, whose short form is a suite of its own) and FUZZ_CMDS (the short fuzzing
+# runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS; do
+	[[ -n ${!v:-} ]] || { echo "hack/test.sh: $v is not set; run make test" >&2; exit 2; }
+done
+root=$PWD
+
+# Every peer is built before the suites start, beside the steps below.
+mkdir -p bin
+hack/peers/build.sh >bin/peers.out 2>bin/peers.log &
+peers=$!
+rc=0
+for step in test-binaries-race check-shared-deps verify-generated test-binaries; do
+	start=$SECONDS
+	$TEST_MAKE --no-print-directory $step || { rc=$?; break; }
+	echo ">> $step took $((SECONDS - start))s"
+done
+wait $peers || { echo ">> building the peers failed:"; cat bin/peers.log; exit 1; }
+cat bin/peers.log
+[ $rc = 0 ] || exit $rc
+bin=$(tail -n1 bin/peers.out)
+export BUCKETKEEPER_PEERS_BIN=$bin
+echo ">> peers in $bin after ${SECONDS}s"
+
+# The nested modules' suite: test/manifests without the install test, then the others.
+nested="rc=0; (cd test/manifests && $root/hack/test-bin.sh run $root/$TEST_BIN/test-manifests $TEST_RUN -test.skip \"$INSTALL_TESTS\" -- ./...) || rc=1;"
+for m in $NESTED; do
+	[[ $m == test/manifests ]] && continue
+	nested+=" (cd $m && $root/hack/test-bin.sh run $root/$TEST_BIN/${m//\//-} $TEST_RUN -- ./...) || rc=1;"
+done
+nested+=' exit $rc'
+
+exec hack/run-suites.sh "$TEST_LOGS" \
+	race "hack/test-bin.sh run $TEST_BIN/race $TEST_RUN -test.skip \"$PACED_TESTS\" -- $RACE_PKGS" \
+	race-waiting "hack/test-bin.sh run $TEST_BIN/race $TEST_RUN -test.run \"$PACED_TESTS\" -- ./test/integration/" \
+	rest "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- \$($GO list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)" \
+	soak "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- $SOAK_PKG" \
+	install "cd test/manifests && $root/hack/test-bin.sh run $root/$TEST_BIN/test-manifests $TEST_RUN -test.run \"$INSTALL_TESTS\" -- ." \
+	nested "$nested" \
+	fuzz "$FUZZ_CMDS" \
+	vet "$TEST_MAKE --no-print-directory vet"

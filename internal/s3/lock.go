@@ -1,0 +1,170 @@
+package s3
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// S3 Object Lock: a bucket created with it keeps every version, and a version under a
+// retention or a legal hold cannot be deleted until it ends (a plain DELETE only adds a
+// delete marker). The operator sets a bucket's default retention and reads what locks a
+// version when a purge cannot delete it; it never sets a version's retention or legal
+// hold itself.
+
+// RetentionMode is an object lock retention mode as S3 names it.
+type RetentionMode string
+
+// Retention modes. Governance may be lifted by an identity with
+// s3:BypassGovernanceRetention that asks for it; Compliance by nobody.
+const (
+	RetentionGovernance RetentionMode = "GOVERNANCE"
+	RetentionCompliance RetentionMode = "COMPLIANCE"
+)
+
+// DefaultRetention is a bucket's default retention: a mode and one of Days or Years.
+type DefaultRetention struct {
+	Mode  RetentionMode
+	Days  int32
+	Years int32
+}
+
+// ObjectLockConfig is a bucket's object lock configuration.
+type ObjectLockConfig struct {
+	// Enabled: the bucket has object lock (it cannot be turned off again).
+	Enabled bool
+	// DefaultRetention is nil when the bucket has none.
+	DefaultRetention *DefaultRetention
+}
+
+// ObjectRetention is the retention of one object version; Mode "" when it has none.
+type ObjectRetention struct {
+	Mode  RetentionMode
+	Until time.Time
+}
+
+// noLockConfigCodes are the answers that mean "no object lock configuration here": a
+// bucket without object lock (AWS, SeaweedFS and Ceph RGW say
+// ObjectLockConfigurationNotFoundError) or a version without a retention or legal hold
+// (AWS and Versity say NoSuchObjectLockConfiguration, Versity with status 400).
+// SeaweedFS answers a version without a legal hold NoSuchObjectLegalHold.
+var noLockConfigCodes = []string{"ObjectLockConfigurationNotFoundError", "NoSuchObjectLockConfiguration", "NoSuchObjectLegalHold"}
+
+// CreateBucketWithObjectLock creates bucket with object lock enabled, which turns its
+// versioning on. Its answers are CreateBucket's.
+func (c *client) CreateBucketWithObjectLock(ctx context.Context, bucket, region string) error {
+	in := createBucketInput(bucket, region)
+	in.ObjectLockEnabledForBucket = aws.Bool(true)
+	return c.createBucket(ctx, in)
+}
+
+func (c *client) GetObjectLockConfiguration(ctx context.Context, bucket string) (ObjectLockConfig, error) {
+	var cfg ObjectLockConfig
+	err := c.call(ctx, "GetObjectLockConfiguration", bucket, "", func(ctx context.Context) error {
+		out, err := c.api.GetObjectLockConfiguration(ctx, &awss3.GetObjectLockConfigurationInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			if hasCode(err, noLockConfigCodes...) {
+				return nil
+			}
+			return err
+		}
+		cfg = lockConfigOf(out.ObjectLockConfiguration)
+		return nil
+	})
+	return cfg, err
+}
+
+// lockConfigOf reads a store's answer. Versity answers a bucket without a default
+// retention with an empty Rule, the others with none; a retention without a period (which
+// Versity accepts) is no retention either.
+func lockConfigOf(in *types.ObjectLockConfiguration) ObjectLockConfig {
+	var cfg ObjectLockConfig
+	if in == nil {
+		return cfg
+	}
+	cfg.Enabled = in.ObjectLockEnabled == types.ObjectLockEnabledEnabled
+	if in.Rule == nil || in.Rule.DefaultRetention == nil {
+		return cfg
+	}
+	d := in.Rule.DefaultRetention
+	r := &DefaultRetention{Mode: RetentionMode(d.Mode), Days: aws.ToInt32(d.Days), Years: aws.ToInt32(d.Years)}
+	if r.Days > 0 || r.Years > 0 {
+		cfg.DefaultRetention = r
+	}
+	return cfg
+}
+
+// PutObjectLockConfiguration replaces the bucket's object lock configuration: it turns
+// object lock on for a bucket without it where the store can (versioning must be
+// Enabled), and sets or, with a nil DefaultRetention, removes the default retention.
+// Object lock cannot be turned off: Enabled false is KindInvalid, sent nowhere.
+func (c *client) PutObjectLockConfiguration(ctx context.Context, bucket string, cfg ObjectLockConfig) error {
+	if !cfg.Enabled {
+		return invalid("PutObjectLockConfiguration", bucket, "object lock cannot be turned off")
+	}
+	in := &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled}
+	if r := cfg.DefaultRetention; r != nil {
+		if (r.Days > 0) == (r.Years > 0) || (r.Mode != RetentionGovernance && r.Mode != RetentionCompliance) {
+			return invalid("PutObjectLockConfiguration", bucket, "a default retention needs a mode and exactly one of days or years")
+		}
+		d := &types.DefaultRetention{Mode: types.ObjectLockRetentionMode(r.Mode)}
+		if r.Days > 0 {
+			d.Days = aws.Int32(r.Days)
+		} else {
+			d.Years = aws.Int32(r.Years)
+		}
+		in.Rule = &types.ObjectLockRule{DefaultRetention: d}
+	}
+	return c.call(ctx, "PutObjectLockConfiguration", bucket, "", func(ctx context.Context) error {
+		_, err := c.api.PutObjectLockConfiguration(ctx, &awss3.PutObjectLockConfigurationInput{Bucket: aws.String(bucket), ObjectLockConfiguration: in})
+		return err
+	})
+}
+
+func (c *client) GetObjectRetention(ctx context.Context, bucket, key, versionID string) (ObjectRetention, error) {
+	var ret ObjectRetention
+	err := c.call(ctx, "GetObjectRetention", bucket, key, func(ctx context.Context) error {
+		out, err := c.api.GetObjectRetention(ctx, &awss3.GetObjectRetentionInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: nonEmpty(versionID)})
+		if err != nil {
+			if hasCode(err, noLockConfigCodes...) {
+				return nil
+			}
+			return err
+		}
+		if r := out.Retention; r != nil {
+			ret = ObjectRetention{Mode: RetentionMode(r.Mode), Until: aws.ToTime(r.RetainUntilDate)}
+		}
+		return nil
+	})
+	return ret, err
+}
+
+func (c *client) GetObjectLegalHold(ctx context.Context, bucket, key, versionID string) (bool, error) {
+	on := false
+	err := c.call(ctx, "GetObjectLegalHold", bucket, key, func(ctx context.Context) error {
+		out, err := c.api.GetObjectLegalHold(ctx, &awss3.GetObjectLegalHoldInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: nonEmpty(versionID)})
+		if err != nil {
+			if hasCode(err, noLockConfigCodes...) {
+				return nil
+			}
+			return err
+		}
+		on = out.LegalHold != nil && out.LegalHold.Status == types.ObjectLockLegalHoldStatusOn
+		return nil
+	})
+	return on, err
+}
+
+// DeleteObjectsBypassingGovernance is DeleteObjects with x-amz-bypass-governance-retention:
+// versions locked in Governance mode are deleted too, where the caller holds
+// s3:BypassGovernanceRetention. Compliance retentions and legal holds still refuse.
+func (c *client) DeleteObjectsBypassingGovernance(ctx context.Context, bucket string, objects []ObjectID) error {
+	return c.deleteObjects(ctx, bucket, objects, true)
+}
+
+// Kind classifies one key's failure as KindOf classifies a whole call's: a purge tells
+// the versions an object lock keeps (AccessDenied) from other refusals by it.
+func (e ObjectError) Kind() Kind { return codeKinds[e.Code] }

@@ -1,0 +1,95 @@
+package invariants
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+)
+
+// TestBucketOfGoneClaim: the claim went (its finalizer stripped, or a deletion that did
+// not release the bucket) and the bucket still names its UID.
+func TestBucketOfGoneClaim(t *testing.T) {
+	w := newWorld(t)
+	w.without(string(w.sb.UID), "data-bucket")
+	w.ba.Spec.Buckets = nil // the access would otherwise grant nowhere
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists", "not released")
+}
+
+// TestBucketOfRetainedClaim: a gone claim deleted with Retain while its store was
+// unreachable, or whose finalizer its tenant stripped, left its bucket as it was, which
+// is no breach; any other gone claim's bucket (Delete, Purge) still is.
+func TestBucketOfRetainedClaim(t *testing.T) {
+	w := newWorld(t)
+	gone := w.sb.UID
+	w.without(string(w.sb.UID), "data-bucket")
+	w.ba.Spec.Buckets = nil
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+	kept := func(uid types.UID) bool { return uid == gone }
+	expectNone(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Retained(kept)))
+
+	other := func(uid types.UID) bool { return uid == "some-other-claim" }
+	expectOnly(t, Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Retained(other)),
+		BucketOwned, "bucket "+store+"/bk-tenant-a-data", "no longer exists")
+}
+
+func TestBucketOfClaimOnAnotherStore(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["second"] = map[string]string{bkv1.TagCluster: cluster, bkv1.TagClaim: tenant + "/data", bkv1.TagUID: string(w.sb.UID) + "/ns-uid"}
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/second", "one claim, two buckets")
+
+	w = newWorld(t)
+	w.sb.Spec.ObjectStoreRef.Name = "store-b"
+	got := w.check(t)
+	if len(got) == 0 || got[0].Invariant != BucketOwned {
+		t.Fatalf("violations = %v, want BucketOwned first", got)
+	}
+}
+
+func TestBucketClaimTagDisagrees(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["bk-tenant-a-data"][bkv1.TagClaim] = "tenant-b/data"
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "claim tag says")
+}
+
+// TestReadyClaimWithoutItsBucket: ClaimBound, for a bucket gone and for one re-tagged.
+func TestReadyClaimWithoutItsBucket(t *testing.T) {
+	w := newWorld(t)
+	delete(w.s3.buckets, "bk-tenant-a-data")
+	expectOnly(t, w.check(t), ClaimBound, "storagebucket tenant-a/data", "not on store")
+
+	w = newWorld(t)
+	w.s3.buckets["bk-tenant-a-data"][bkv1.TagUID] = "/ns-uid" // released under a live claim
+	expectOnly(t, w.check(t), ClaimBound, "storagebucket tenant-a/data", "tagged for uid")
+
+	// Not Ready: no bucket is promised (but its access no longer grants it either).
+	w.sb.Status.Conditions[0].Status = metav1.ConditionFalse
+	expectOnly(t, w.check(t), IdentityGranted, "user "+store+"/"+userOf(w.ba), "grants now (nothing)")
+}
+
+// TestUntaggedBucket: on a store whose foreign buckets the view knows, an untagged
+// bucket is the operator's, and must be a live claim's, still to be tagged.
+func TestUntaggedBucket(t *testing.T) {
+	w := newWorld(t)
+	w.s3.buckets["bk-tenant-a-early"] = map[string]string{}
+	views := viewsOf(w)
+	views[0].Foreign = func(b string) bool { return b == "someone-elses" }
+	got := Check(t.Context(), fakeClient(w), views, cluster)
+	expectOnly(t, got, BucketOwned, "bucket "+store+"/bk-tenant-a-early", "no ownership tags")
+
+	// A claim that recorded its intent to create it (and has not tagged it yet).
+	early := w.sb.DeepCopy()
+	early.Name, early.UID, early.Status = "early", "77777777-7777-7777-7777-777777777777", bkv1.StorageBucketStatus{
+		CreateIntent: &bkv1.CreateIntent{BucketName: "bk-tenant-a-early", UID: "77777777-7777-7777-7777-777777777777"}}
+	w.objects = append(w.objects, early)
+	expectNone(t, Check(t.Context(), fakeClient(w), views, cluster))
+
+	// Without Foreign, untagged buckets are not judged.
+	w.without("early")
+	expectNone(t, w.check(t))
+}
