@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +17,13 @@ import (
 )
 
 // TestMoverKilledMidLargeObjectResumes runs `bucketkeeper mover` as a process and
-// kills it with SIGKILL in the middle of a 64 MiB multipart object: three of its parts
+// kills it with SIGKILL in the middle of a 40 MiB multipart object: three of its parts
 // are on the target, the next ones held by a proxy in front of it. Run again, the
 // mover finishes the pass verified, keeps the parts already sent (checked against the
 // source's bytes) and sends the target less than 1.2 times the bucket's size in all.
 func TestMoverKilledMidLargeObjectResumes(t *testing.T) {
 	bin := moverBinary(t)
-	objs := mixedObjects("small", 101, []object{{key: "large/64mib.bin", size: 64 << 20, partSize: 8 << 20,
+	objs := mixedObjects("small", 51, []object{{key: "large/40mib.bin", size: 40 << 20, partSize: 5 << 20,
 		meta: objectMeta{contentType: "application/zip"}, tags: map[string]string{"kind": "archive"}}})
 	src, tgt := newBucket(t, seaweed, false), newBucket(t, rgw, false)
 	src.putAll(t, objs)
@@ -87,32 +86,37 @@ func TestMoverKilledMidLargeObjectResumes(t *testing.T) {
 }
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	binBuilt = make(chan struct{})
+	binPath  string
+	binErr   error
 )
 
-// moverBinary builds the operator's binary once per test run.
+// buildBinary builds the operator's binary in the background: TestMain starts it
+// beside the servers' starts, and moverBinary waits for it.
+func buildBinary() {
+	defer close(binBuilt)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		binErr = err
+		return
+	}
+	dir, err := os.MkdirTemp("", "bucketkeeper-mover-bin-")
+	if err != nil {
+		binErr = err
+		return
+	}
+	binPath = filepath.Join(dir, "bucketkeeper")
+	cmd := exec.Command("go", "build", "-o", binPath, "./cmd/bucketkeeper")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		binErr = fmt.Errorf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
+	}
+}
+
+// moverBinary is the operator's binary, built once per test run.
 func moverBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			binErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "bucketkeeper-mover-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "bucketkeeper")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/bucketkeeper")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
-		}
-	})
+	<-binBuilt
 	if binErr != nil {
 		t.Fatal(binErr)
 	}

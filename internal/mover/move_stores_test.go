@@ -62,7 +62,7 @@ func TestMovePairs(t *testing.T) {
 					meta: objectMeta{contentType: "application/octet-stream", cacheControl: "no-cache", user: map[string]string{"a": "b"}}},
 				{key: "big/3mib-single.bin", size: 3 << 20, meta: objectMeta{contentLanguage: "de"}},
 			}
-			objs := mixedObjects("pair", 200, large)
+			objs := mixedObjects("pair", 120, large)
 			src, tgt := newBucket(t, pair.src(), false), newBucket(t, pair.tgt(), false)
 			src.putAll(t, objs)
 			f := newMove(t, src, tgt, mover.VersionsCurrent)

@@ -39,6 +39,13 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	go buildBinary() // for the kill test, while the servers start
+	defer func() {
+		<-binBuilt
+		if binPath != "" {
+			_ = os.RemoveAll(filepath.Dir(binPath))
+		}
+	}()
 	// The servers start side by side: most of each start is waiting.
 	var wg sync.WaitGroup
 	var errs [4]error
@@ -80,11 +87,7 @@ func run(m *testing.M) int {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		return fail(err)
 	}
-	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
-	return code
+	return m.Run()
 }
 
 // checkpoints is the suite's checkpoint store.

@@ -43,7 +43,7 @@ func TestWritesDuringTheMoveAreKept(t *testing.T) {
 		}
 		deleted += p.Counts.Deleted
 		eventually(t, time.Minute, "the writer to write on after the pass", func() error {
-			if n := w.count() - before; n < 40 {
+			if n := w.count() - before; n < 30 {
 				return fmt.Errorf("%d acknowledged requests since the pass began", n)
 			}
 			return nil
