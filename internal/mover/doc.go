@@ -51,9 +51,9 @@
 // bytes (default 8 × 1 MiB), streams everything larger through 32 KiB buffers, and
 // holds two listing pages per side (2 × 1,000 entries) and the keys in flight,
 // whatever the objects' sizes: MemoryBound, 42 MiB of heap by default, which the
-// mover subcommand sets as the runtime's soft limit. Measured (bench/results/move.md):
-// 80 MiB RSS at its peak copying 10,000 small objects and 20 of 64 MiB, 18 MiB above
-// the same process only listing both buckets. One key's history (VersionsAll) is held
+// mover subcommand sets as the runtime's soft limit. make bench's move scenario
+// measures a mover's peak RSS copying against the same process only listing both
+// buckets (bench/results/move.md). One key's history (VersionsAll) is held
 // whole, at most 100,000 versions (about 20 MiB).
 //
 // # What a source must answer
