@@ -1,9 +1,11 @@
 // Package mover is the data plane of moving a bucket to another store: it copies a
 // bucket's objects (or every version and delete marker) from one S3-compatible store
 // to another, verifies them, and keeps copying what changes until the controller
-// stops the source's writes for the cutover. The reconcile loop never copies a byte:
-// it starts passes through a [Runner] (Indexed Jobs running `bucketkeeper mover`, or
-// [InProcess] where there is no kubelet) and reads where they are from checkpoints.
+// stops the source's writes for the cutover. The reconcile loop is to never copy a
+// byte: it starts passes through a [Runner] (Indexed Jobs running `bucketkeeper
+// mover`, or [InProcess] where there is no kubelet) and reads where they are from
+// checkpoints. Only the data plane is here so far: no controller drives it yet, and
+// InProcess is the only Runner written.
 //
 // A move is a sequence of passes over the source's key space, split into shards (key
 // ranges) that run side by side:

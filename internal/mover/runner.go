@@ -16,8 +16,10 @@ import (
 // Every method is level-triggered: a reconcile calls Start with the pass it wants
 // every time, and reads where the move is from Progress (the checkpoints), never
 // from what it asked before, so a restarted operator carries on where the last
-// one was. Two implementations: Jobs (the mover subcommand in Indexed Jobs of the
-// operator's namespace) and InProcess (goroutines of the operator, for make dev).
+// one was. InProcess (goroutines of the calling process) is the one written; the
+// Jobs runner (the mover subcommand in Indexed Jobs of the operator's namespace) and
+// the StorageBucket API that drives a move are not, yet: the subcommand runs a shard
+// the way such a Job would (cmd/bucketkeeper/mover.go).
 type Runner interface {
 	// Start starts move's pass on every shard that has not finished it, unless it
 	// runs already. It returns at once.
