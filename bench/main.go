@@ -7,6 +7,11 @@
 // The scale scenario (BENCH_SCALE_N buckets, default 10×BENCH_N) runs only when named:
 //
 //	BENCH_SCENARIOS=scale BENCH_SCALE_N=10000 go run .
+//
+// So does move, a bucket moved from SeaweedFS to Ceph RGW by the mover and by Debian's
+// rclone (hack/peers/rclone.sh unpacks it):
+//
+//	BENCH_SCENARIOS=move go run .
 package main
 
 import (
@@ -134,6 +139,8 @@ func run() error {
 			err = e.usage()
 		case "scale":
 			err = e.scale()
+		case "move":
+			err = e.move()
 		default:
 			err = fmt.Errorf("unknown scenario %q", s)
 		}
@@ -232,7 +239,7 @@ func (e *env) writeSummary(file string) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", l.Scenario, l.Figure, l.Value, l.Target)
 	}
 	if file != "README.md" {
-		b.WriteString("\nThe default scenarios' table is in `README.md`, from a run of its own. Raw figures: the `*.json` files beside this one.\n")
+		b.WriteString("\nThe default scenarios' table is in [README.md](README.md) here and in docs/performance.md, from a run of its own. Raw figures: the `*.json` files beside this one.\n")
 		return os.WriteFile(filepath.Join(e.results, file), []byte(b.String()), 0o644)
 	}
 	b.WriteString("\nPlots: `probes-per-second.png` (ours vs the global ticker), `rss.png` (manager memory by bucket count), `failover-s3-per-second.png` (S3 requests around the leader's SIGKILL). " +

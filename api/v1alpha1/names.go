@@ -122,6 +122,14 @@ const (
 	LabelStorageBucket = "bucketkeeper.io/storagebucket"
 )
 
+// LabelMove marks the ConfigMaps (in the operator's namespace) holding a move's
+// checkpoints, one per shard of its copy, with the move's ID.
+const LabelMove = "bucketkeeper.io/move"
+
+// MoveCheckpointPrefix begins the name of a move's checkpoint ConfigMaps:
+// bucketkeeper-move-<move ID>-<shard>, and -plan for its plan.
+const MoveCheckpointPrefix = "bucketkeeper-move-"
+
 // A namespaced key of the probe webhook is a Secret the platform team writes in the
 // operator's namespace (--receiver-keys-namespace), labelled
 // LabelSecretRole=SecretRoleReceiverKey. Its name is the key's id, which callers send

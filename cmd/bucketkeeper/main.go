@@ -1,5 +1,6 @@
 // Command bucketkeeper runs the operator: it keeps buckets on S3-compatible stores in
-// line with the StorageBucket objects in the cluster.
+// line with the StorageBucket objects in the cluster. `bucketkeeper mover` runs one
+// shard of a bucket's move to another store, as the operator's mover Jobs do.
 package main
 
 import (
@@ -20,6 +21,11 @@ import (
 var extraFlags []func(*flag.FlagSet, *operator.Options)
 
 func main() {
+	// `bucketkeeper mover ...` runs one shard of a move's pass (mover.go): the
+	// operator's own image is the mover Jobs' image.
+	if len(os.Args) > 1 && os.Args[1] == "mover" {
+		os.Exit(runMover(os.Args[2:]))
+	}
 	var opts operator.Options
 	var receiverSecretFile string
 	var receiverClusterWide bool

@@ -150,3 +150,25 @@ const MinStoreCheckGap = time.Second
 
 // LeaseCallTimeout bounds each API call for a store's health-check Lease.
 const LeaseCallTimeout = 10 * time.Second
+
+// Defaults of a mover (internal/mover), the data plane of moving a bucket to another
+// store: what one mover process may use unless the move's spec says otherwise.
+const (
+	// MoverConcurrency is how many transfers (objects, or parts of large ones) one
+	// mover runs at once.
+	MoverConcurrency = 8
+	// MoverSmallObject is the largest object a mover reads into memory before writing
+	// it; larger ones are streamed. With MoverConcurrency it bounds the object bytes a
+	// mover holds: 8 MiB.
+	MoverSmallObject = 1 << 20
+	// MoverPartSize is the part size of the objects a mover lays out in parts itself.
+	MoverPartSize = 16 << 20
+	// MoverStreamLimit is the largest single-part object a mover copies as one
+	// streamed write; larger ones are copied in parts so that a killed mover resumes
+	// them from their last part.
+	MoverStreamLimit = 256 << 20
+	// MoverCheckpointInterval is how often a mover writes its progress.
+	MoverCheckpointInterval = 5 * time.Second
+	// MoverMaxFailures ends a pass once this many keys could not be copied.
+	MoverMaxFailures = 1000
+)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -227,4 +229,20 @@ func childWithArg(arg string) int {
 		}
 	}
 	return 0
+}
+
+// WriteKubeconfig writes the control plane's admin credentials (its client
+// certificate) as a kubeconfig file at path: what a process of the operator's binary
+// started by a test reads (--kubeconfig).
+func (c *ControlPlane) WriteKubeconfig(path string) error {
+	server := c.Config.Host
+	if !strings.HasPrefix(server, "https://") && !strings.HasPrefix(server, "http://") {
+		server = "https://" + server
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.Config.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*kc, path)
 }

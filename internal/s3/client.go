@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"io"
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -104,6 +105,28 @@ type Client interface {
 	DeleteObject(ctx context.Context, bucket, key string) error
 	// PurgeObject deletes every version and delete marker of key.
 	PurgeObject(ctx context.Context, bucket, key string) error
+
+	// The data plane of objects, what moving a bucket to another store reads and
+	// writes (objectdata.go, listrange.go, multipart.go). Streamed calls have a
+	// deadline of RequestTimeout plus their bytes at MinTransferRate.
+
+	// ListRange lists one page of objects (or versions and delete markers) after a
+	// key, with sizes and ETags, in the store's order.
+	ListRange(ctx context.Context, bucket string, opts RangeOptions, page *PageToken) (EntryPage, error)
+	// ReadObject reads an object's selected bytes into buf within one deadline.
+	ReadObject(ctx context.Context, bucket, key string, req ReadRequest, buf []byte) (ObjectInfo, int, error)
+	// OpenObject starts a GET whose body (length bytes) the caller streams and closes.
+	OpenObject(ctx context.Context, bucket, key string, req ReadRequest, length int64) (ObjectInfo, io.ReadCloser, error)
+	// HeadObject reads an object's metadata, or a part's length by part number.
+	HeadObject(ctx context.Context, bucket, key string, req ReadRequest) (ObjectInfo, error)
+	GetObjectTagging(ctx context.Context, bucket, key, versionID string) (map[string]string, error)
+	// WriteObject writes an object with its metadata and tags; a body that is not
+	// an io.ReadSeeker is streamed once, unsigned.
+	WriteObject(ctx context.Context, bucket, key string, meta ObjectMeta, body io.Reader, size int64, contentMD5 string) (WriteResult, error)
+	CreateMultipartUpload(ctx context.Context, bucket, key string, meta ObjectMeta) (string, error)
+	UploadPart(ctx context.Context, bucket, key, uploadID string, number int32, body io.Reader, size int64, contentMD5 string) (string, error)
+	ListParts(ctx context.Context, bucket, key, uploadID string) ([]Part, error)
+	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []Part) (WriteResult, error)
 
 	// Object lock (lock.go).
 	//
@@ -213,6 +236,9 @@ type client struct {
 	api     *awss3.Client
 	limiter *rate.Limiter
 	timeout time.Duration
+	// minRate is the slowest transfer, in bytes per second, a streamed call's
+	// deadline allows for (Config.MinTransferRate).
+	minRate int64
 	redact  redactor
 }
 

@@ -67,6 +67,14 @@ type Config struct {
 	// it. A caller's earlier deadline (a probe's own timeout) still wins.
 	// Zero means only the caller's context applies (and no header timeout).
 	RequestTimeout time.Duration
+	// MinTransferRate (bytes per second) extends RequestTimeout for the calls that
+	// stream an object's bytes: they may take RequestTimeout plus their size at this
+	// rate. Zero means DefaultMinTransferRate.
+	MinTransferRate int64
+	// MaxIdleConnsPerHost is how many idle connections to the store are kept for
+	// reuse; zero keeps the SDK's default (10). A mover copying with many workers
+	// needs one per worker, or it opens a connection per request.
+	MaxIdleConnsPerHost int
 
 	// RequestsPerSecond and Burst form a token bucket shared by every
 	// request (each attempt) made through this Client, so one store is never
@@ -86,6 +94,10 @@ type Config struct {
 	// KindOf). It runs on the request path: keep it fast and thread-safe.
 	Observer func(operation string, httpStatus int, err error)
 }
+
+// DefaultMinTransferRate is Config.MinTransferRate's default: 1 MiB/s, so a 64 MiB
+// part may take RequestTimeout plus 64 s.
+const DefaultMinTransferRate = 1 << 20
 
 // Factory builds a Client. Controllers take one so tests can inject fakes.
 type Factory func(context.Context, Config) (Client, error)
@@ -118,7 +130,11 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 
 	c := &client{
 		timeout: cfg.RequestTimeout,
+		minRate: cfg.MinTransferRate,
 		redact:  redactor{cfg.SecretAccessKey, cfg.SessionToken},
+	}
+	if c.minRate <= 0 {
+		c.minRate = DefaultMinTransferRate
 	}
 	c.limiter = cfg.Limiter
 	if c.limiter == nil {
@@ -218,7 +234,7 @@ const connectTimeout = 5 * time.Second
 
 // newHTTPClient builds the store's transport (see NewHTTPClient).
 func newHTTPClient(cfg Config) (aws.HTTPClient, error) {
-	c, err := NewHTTPClient(cfg.CABundle, cfg.InsecureSkipTLSVerify, cfg.RequestTimeout)
+	c, err := buildHTTPClient(cfg.CABundle, cfg.InsecureSkipTLSVerify, cfg.RequestTimeout, cfg.MaxIdleConnsPerHost)
 	if err != nil {
 		return nil, fmt.Errorf("s3: %w", err)
 	}
@@ -232,6 +248,12 @@ func newHTTPClient(cfg Config) (aws.HTTPClient, error) {
 // The client is frozen: otherwise the SDK's defaults mode would overwrite the dial and
 // handshake timeouts with its own.
 func NewHTTPClient(caBundle []byte, insecureSkipVerify bool, requestTimeout time.Duration) (aws.HTTPClient, error) {
+	return buildHTTPClient(caBundle, insecureSkipVerify, requestTimeout, 0)
+}
+
+// buildHTTPClient is NewHTTPClient keeping idleConns idle connections per host (zero:
+// the SDK's default).
+func buildHTTPClient(caBundle []byte, insecureSkipVerify bool, requestTimeout time.Duration, idleConns int) (aws.HTTPClient, error) {
 	tlsCfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: insecureSkipVerify, //nolint:gosec // opt-in, documented
@@ -258,5 +280,8 @@ func NewHTTPClient(caBundle []byte, insecureSkipVerify bool, requestTimeout time
 			tr.IdleConnTimeout = 90 * time.Second
 			tr.TLSHandshakeTimeout = connect
 			tr.ResponseHeaderTimeout = requestTimeout
+			if idleConns > 0 {
+				tr.MaxIdleConnsPerHost = idleConns
+			}
 		}).Freeze(), nil
 }

@@ -401,6 +401,8 @@ var contractCases = []contractCase{
 		observedTable.Set(t, s.kind, rowUploads, "yes")
 	}},
 
+	{"object data plane", objectDataContract},
+
 	{"object lock", lockContract},
 
 	{"steady state only reads", func(ctx context.Context, t *testing.T, s *store) {

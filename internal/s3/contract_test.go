@@ -26,6 +26,7 @@ type expectations struct {
 	lifecycle         Kind   // PutBucketLifecycleConfiguration
 	publicAccessBlock Kind   // PutPublicAccessBlock
 	ignoresMaxBuckets bool   // ListBuckets answers every bucket whatever max-buckets says
+	putOverMarkerLost bool   // a PUT over a delete marker (versioned bucket) is acknowledged and lost
 	owners            string // what BucketOwners tells of own and the second identity's buckets
 }
 
@@ -68,6 +69,7 @@ var contractExpect = map[testenv.S3Kind]expectations{
 		lifecycle:         KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		publicAccessBlock: KindNotImplemented,    // 501 NotImplemented (Get and Put)
 		owners:            ownersSameAccount,     // root's access key owns both
+		putOverMarkerLost: true,                  // lists as a second delete marker, GET answers NoSuchKey
 	},
 	testenv.RGW: {
 		createOwnAgain:    KindUnknown,         // 200 OK, as AWS answers in us-east-1

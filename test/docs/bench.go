@@ -24,6 +24,7 @@ type benchBlock struct {
 var benchBlocks = []benchBlock{
 	{name: "default", source: "bench/results/README.md"},
 	{name: "scale", source: "bench/results/scale.md"},
+	{name: "move", source: "bench/results/move.md"},
 }
 
 func (b benchBlock) begin() string {

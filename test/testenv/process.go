@@ -97,6 +97,19 @@ func (p *Process) Exited() bool {
 	}
 }
 
+// Done is closed once the process has ended and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit (exec.Cmd.Wait's result) once Done is closed, nil before.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
 // Kill sends SIGKILL to the process alone (a crash, for failover tests) and waits
 // until it is reaped.
 func (p *Process) Kill() {

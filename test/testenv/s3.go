@@ -125,12 +125,23 @@ type S3Server struct {
 	rgw *rgwCluster
 	// motoCmd is the loader that runs moto's python3 (bin is moto's root).
 	motoCmd string
+	opts    S3Options
 }
 
 // StartS3 starts a fresh server of the given kind with an empty data directory,
 // free loopback ports and random credentials, and returns once a signed
 // ListBuckets succeeds.
-func StartS3(kind S3Kind) (*S3Server, error) {
+func StartS3(kind S3Kind) (*S3Server, error) { return StartS3With(kind, S3Options{}) }
+
+// S3Options adjust StartS3With; the zero value is StartS3.
+type S3Options struct {
+	// RGWMemoryBytes sizes RGW's object store, which is memory (memstore): 1 GiB
+	// unless set. The benchmark's move of 1.4 GiB needs more.
+	RGWMemoryBytes int64
+}
+
+// StartS3With is StartS3 with options.
+func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 	var peer string
 	switch kind {
 	case SeaweedFS:
@@ -163,6 +174,7 @@ func StartS3(kind S3Kind) (*S3Server, error) {
 		bin:                  bin,
 		dir:                  dir,
 		logPath:              filepath.Join(dir, "server.log"),
+		opts:                 opts,
 	}
 	if kind == Versity || kind == Moto { // Versity's second account is an IAM user, whose key the server makes
 		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""

@@ -75,7 +75,7 @@ func (s *S3Server) configureRGW() error {
 	}
 	c := s.rgw
 	c.conf = filepath.Join(s.dir, "ceph.conf")
-	if err := os.WriteFile(c.conf, []byte(rgwConf(s.dir, c.root, ports[1], ports[0])), 0o600); err != nil {
+	if err := os.WriteFile(c.conf, []byte(rgwConf(s.dir, c.root, ports[1], ports[0], s.opts.RGWMemoryBytes)), 0o600); err != nil {
 		return err
 	}
 	s.bin, s.args, err = rgwCommand(c.root, "radosgw", "-d", "-c", c.conf, "-n", rgwName, "--no-mon-config")
@@ -85,7 +85,10 @@ func (s *S3Server) configureRGW() error {
 
 // rgwConf is the cluster's ceph.conf. Every path is in dir or in the root; every
 // address is 127.0.0.1.
-func rgwConf(dir, root string, monPort, s3Port int) string {
+func rgwConf(dir, root string, monPort, s3Port int, memory int64) string {
+	if memory <= 0 {
+		memory = 1 << 30
+	}
 	lib := filepath.Join(root, "usr/lib/x86_64-linux-gnu")
 	if loaders, _ := filepath.Glob(filepath.Join(root, "usr/lib/*-linux-gnu/ceph")); len(loaders) == 1 {
 		lib = filepath.Dir(loaders[0])
@@ -119,7 +122,7 @@ mon cluster log to file = false
 
 # One OSD holding one copy of everything, in memory, with few placement groups.
 osd objectstore = memstore
-memstore device bytes = 1073741824
+memstore device bytes = %[7]d
 osd pool default size = 1
 osd pool default min size = 1
 osd pool default pg num = 8
@@ -158,7 +161,7 @@ rgw run sync thread = false
 # watches would stay until the OSD times them out, and every bucket deletion
 # would wait ~30 s for them. Changes made with radosgw-admin also show at once.
 rgw cache enabled = false
-`, newUUID(), monPort, dir, lib, rgwName, s3Port)
+`, newUUID(), monPort, dir, lib, rgwName, s3Port, memory)
 }
 
 // newUUID returns a random (version 4) UUID, the cluster's fsid.
@@ -319,6 +322,18 @@ func (s *S3Server) createRGWIdentities(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// CollectGarbage (RGW only) frees now what deleted objects leave behind: RGW deletes
+// the tails of large objects (past their first 4 MiB) in its garbage collection, two
+// hours later by default, and until then they fill the in-memory store.
+func (s *S3Server) CollectGarbage() error {
+	if s.Kind != RGW {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rgwBootTimeout)
+	defer cancel()
+	return s.runRGWTool(ctx, "admin.log", "radosgw-admin", "-c", s.rgw.conf, "--no-mon-config", "gc", "process", "--include-all")
 }
 
 // rgwAdminOpsCaps are the admin-ops user's capabilities: read and change buckets
