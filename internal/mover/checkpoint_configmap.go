@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"sync"
+
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 )
 
 // ConfigMapCheckpoints keep each shard's checkpoint in a ConfigMap of the operator's
@@ -32,8 +33,7 @@ type ConfigMapCheckpoints struct {
 	// CallTimeout bounds each API call (zero: 10 s).
 	CallTimeout time.Duration
 
-	mu       sync.Mutex
-	versions map[string]string // resourceVersion of each ConfigMap as last read or written
+	versions memo.Map[string, string] // resourceVersion of each ConfigMap as last read or written
 }
 
 var _ Checkpoints = (*ConfigMapCheckpoints)(nil)
@@ -91,12 +91,7 @@ func decodeCheckpoint(cm *corev1.ConfigMap) (*Checkpoint, error) {
 }
 
 func (s *ConfigMapCheckpoints) remember(cm *corev1.ConfigMap) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.versions == nil {
-		s.versions = map[string]string{}
-	}
-	s.versions[cm.Name] = cm.ResourceVersion
+	s.versions.Set(cm.Name, cm.ResourceVersion)
 }
 
 // Save writes cp over the version last read or written. On a conflict it reads the
@@ -126,9 +121,7 @@ func (s *ConfigMapCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
 		BinaryData: map[string][]byte{equivalentDataKey: eq},
 	}
 	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		rv, known := s.versions[name]
-		s.mu.Unlock()
+		rv, known := s.versions.Get(name)
 		if !known {
 			err = s.Client.Create(ctx, cm)
 			if apierrors.IsAlreadyExists(err) {
@@ -161,9 +154,7 @@ func (s *ConfigMapCheckpoints) reread(ctx context.Context, cp *Checkpoint, name 
 	cur := &corev1.ConfigMap{}
 	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, cur)
 	if apierrors.IsNotFound(err) {
-		s.mu.Lock()
-		delete(s.versions, name)
-		s.mu.Unlock()
+		s.versions.Delete(name)
 		return nil
 	}
 	if err != nil {
