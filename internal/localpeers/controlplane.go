@@ -52,6 +52,20 @@ type ControlPlaneOptions struct {
 	// build because they are not cached yet, before the build starts: a cold build
 	// takes minutes, and a caller can say so instead of appearing to hang.
 	BeforeBuild func(missing []string)
+	// Issuer, when set, is the ServiceAccount token issuer: the API server signs tokens
+	// for its URL and advertises its key set there, and the issuer serves this control
+	// plane's discovery document and key set once it is up (test/testenv's Issuer).
+	Issuer TokenIssuer
+}
+
+// TokenIssuer is a ServiceAccount token issuer a control plane can be started with.
+type TokenIssuer interface {
+	// APIServerFlags are the kube-apiserver flags that make it sign tokens for the
+	// issuer, with key files written under dir.
+	APIServerFlags(dir string) (map[string]string, error)
+	// ServeFrom starts serving the discovery document and key set of the API server
+	// cfg reaches.
+	ServeFrom(cfg *rest.Config) error
 }
 
 // StartControlPlane starts etcd and kube-apiserver from BinDir (building them
@@ -135,6 +149,16 @@ func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 	// CPU seconds to ready), and make test starts over a dozen control planes.
 	api.Configure().Set("enable-priority-and-fairness", "false")
 	env.ControlPlane.KubectlPath = filepath.Join(bin, "kubectl") // never run
+	if opts.Issuer != nil {
+		flags, err := opts.Issuer.APIServerFlags(dir)
+		if err != nil {
+			_ = RemoveTempDir(dir)
+			return nil, err
+		}
+		for flag, value := range flags {
+			api.Configure().Set(flag, value)
+		}
+	}
 
 	cfg, err := env.Start()
 	if err != nil {
@@ -144,6 +168,11 @@ func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 			err, LogTail(etcdLog.Name()), LogTail(apiLog.Name()))
 	}
 	c := &ControlPlane{Config: cfg, Scheme: scheme, env: env, dir: dir}
+	if opts.Issuer != nil {
+		if err := opts.Issuer.ServeFrom(cfg); err != nil {
+			return nil, errors.Join(err, env.Stop(), RemoveTempDir(dir))
+		}
+	}
 	c.apiServerPID = childWithArg("--cert-dir=" + certDir)
 	c.etcdPID = childWithArg("--data-dir=" + etcdDir)
 	return c, nil

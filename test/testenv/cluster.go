@@ -57,9 +57,20 @@ type Cluster struct {
 	stopped   bool
 }
 
+// ClusterOptions adjust StartClusterWith; the zero value is StartCluster.
+type ClusterOptions struct {
+	// Issuer, when set, is the ServiceAccount token issuer, as for a control plane
+	// (ControlPlaneOptions.Issuer); otherwise tokens are issued for
+	// https://kubernetes.default.svc.
+	Issuer *Issuer
+}
+
 // StartCluster starts the control plane and the node and waits until the node is
 // Ready. Stop undoes everything, also after a failed start.
-func StartCluster() (c *Cluster, err error) {
+func StartCluster() (*Cluster, error) { return StartClusterWith(ClusterOptions{}) }
+
+// StartClusterWith is StartCluster with options.
+func StartClusterWith(opts ClusterOptions) (c *Cluster, err error) {
 	bin, err := localpeers.BinDir("etcd", "kube-apiserver", "kube-node", "node")
 	if err != nil {
 		return nil, err
@@ -92,6 +103,19 @@ func StartCluster() (c *Cluster, err error) {
 	if c.node, err = startNodeNamespaces(dir, bin); err != nil {
 		return c, err
 	}
+	saFlags := []string{"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + c.certs.saPublicKey(), "--service-account-signing-key-file=" + c.certs.saKey()}
+	saKey := c.certs.saKey()
+	if opts.Issuer != nil {
+		flags, err := opts.Issuer.APIServerFlags(dir)
+		if err != nil {
+			return c, err
+		}
+		saFlags, saKey = nil, flags["service-account-signing-key-file"]
+		for flag, value := range flags {
+			saFlags = append(saFlags, "--"+flag+"="+value)
+		}
+	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	if err := c.start(filepath.Join(bin, "etcd"), "etcd",
@@ -101,20 +125,17 @@ func StartCluster() (c *Cluster, err error) {
 		"--initial-cluster=default="+peerURL); err != nil {
 		return c, err
 	}
-	if err := c.start(filepath.Join(bin, "kube-apiserver"), "kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.apiPort),
+	if err := c.start(filepath.Join(bin, "kube-apiserver"), "kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.apiPort),
 		// Pods find the API server through the kubernetes Service, whose endpoint is
 		// this address: kube-proxy sends them to the node's bridge, from where the
 		// harness forwards to 127.0.0.1.
-		"--advertise-address="+nodeIP, "--service-cluster-ip-range="+serviceCIDR,
-		"--cert-dir="+filepath.Join(dir, "apiserver"),
-		"--client-ca-file="+c.certs.caFile(),
-		"--tls-cert-file="+c.certs.servingCert(), "--tls-private-key-file="+c.certs.servingKey(),
-		"--authorization-mode=Node,RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+c.certs.saPublicKey(),
-		"--service-account-signing-key-file="+c.certs.saKey()); err != nil {
+		"--advertise-address=" + nodeIP, "--service-cluster-ip-range=" + serviceCIDR,
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
+		"--client-ca-file=" + c.certs.caFile(),
+		"--tls-cert-file=" + c.certs.servingCert(), "--tls-private-key-file=" + c.certs.servingKey(),
+		"--authorization-mode=Node,RBAC"}, saFlags...)...); err != nil {
 		return c, err
 	}
 	c.Config = &rest.Config{
@@ -126,6 +147,11 @@ func StartCluster() (c *Cluster, err error) {
 	}
 	if err := c.waitReady(90 * time.Second); err != nil {
 		return c, err
+	}
+	if opts.Issuer != nil {
+		if err := opts.Issuer.ServeFrom(c.Config); err != nil {
+			return c, err
+		}
 	}
 	if c.Kubeconfig, err = c.writeKubeconfig("admin.kubeconfig", c.Config.Host); err != nil {
 		return c, err
@@ -141,7 +167,7 @@ func StartCluster() (c *Cluster, err error) {
 	kubeNode := filepath.Join(bin, "kube-node")
 	if err := c.start(kubeNode, "kube-controller-manager", "kube-controller-manager",
 		"--kubeconfig="+c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--root-ca-file="+c.certs.caFile(), "--service-account-private-key-file="+c.certs.saKey()); err != nil {
+		"--root-ca-file="+c.certs.caFile(), "--service-account-private-key-file="+saKey); err != nil {
 		return c, err
 	}
 	if err := c.start(kubeNode, "kube-scheduler", "kube-scheduler",
@@ -156,9 +182,12 @@ func StartCluster() (c *Cluster, err error) {
 
 // NewCluster is StartCluster for a test: it fails the test on error and stops the
 // cluster when the test ends.
-func NewCluster(tb testing.TB) *Cluster {
+func NewCluster(tb testing.TB) *Cluster { return NewClusterWith(tb, ClusterOptions{}) }
+
+// NewClusterWith is NewCluster with options.
+func NewClusterWith(tb testing.TB, opts ClusterOptions) *Cluster {
 	tb.Helper()
-	c, err := StartCluster()
+	c, err := StartClusterWith(opts)
 	if err != nil {
 		tb.Fatalf("start cluster: %v", err)
 	}

@@ -123,6 +123,9 @@ type S3Server struct {
 
 	// RGW's monitor and OSD, which run from the first start until Close.
 	rgw *rgwCluster
+	// etc is the /etc of the processes that check web-identity tokens (s3etc.go);
+	// "" where they run with the machine's.
+	etc string
 	// motoCmd is the loader that runs moto's python3 (bin is moto's root).
 	motoCmd string
 	opts    S3Options
@@ -138,6 +141,13 @@ type S3Options struct {
 	// RGWMemoryBytes sizes RGW's object store, which is memory (memstore): 1 GiB
 	// unless set. The benchmark's move of 1.4 GiB needs more.
 	RGWMemoryBytes int64
+	// RGWSTS makes RGW serve STS and check web-identity tokens (keyless access), with
+	// its key set's host verified against the provider's thumbprints. RGW so
+	// configured answers a request signed with an unknown key or a wrong secret
+	// AccessDenied, not InvalidAccessKeyId or SignatureDoesNotMatch (it tries the STS
+	// engine after its own), which is why it is an option: the contracts that pin
+	// those answers run on a plain RGW.
+	RGWSTS bool
 }
 
 // StartS3With is StartS3 with options.
@@ -219,9 +229,12 @@ func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 
 // NewS3 is StartS3 for a test: it fails the test on error and closes the server
 // when the test ends.
-func NewS3(tb testing.TB, kind S3Kind) *S3Server {
+func NewS3(tb testing.TB, kind S3Kind) *S3Server { return NewS3With(tb, kind, S3Options{}) }
+
+// NewS3With is NewS3 with options.
+func NewS3With(tb testing.TB, kind S3Kind, opts S3Options) *S3Server {
 	tb.Helper()
-	s, err := StartS3(kind)
+	s, err := StartS3With(kind, opts)
 	if err != nil {
 		tb.Fatalf("start %s: %v", kind, err)
 	}

@@ -144,6 +144,12 @@ func testS3Lifecycle(t *testing.T, kind testenv.S3Kind) {
 	if string(body) != "hello" {
 		t.Fatalf("object body after restart = %q", body)
 	}
+	switch kind {
+	case testenv.RGW:
+		testResolvesIssuer(t, s, s.PID())
+	case testenv.Versity:
+		testResolvesIssuer(t, s, s.IAMPID())
+	}
 
 	// A port taken during the outage makes Start fail with a clear error and
 	// keeps the data; once the port is free again, Start succeeds.

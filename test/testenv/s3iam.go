@@ -44,7 +44,8 @@ func (s *S3Server) IAMPID() int {
 // startIAMLocked starts the separate IAM process and waits until it answers a
 // signed ListUsers.
 func (s *S3Server) startIAMLocked() error {
-	p, err := StartProcess(s.bin, s.iamArgs, s.env, s.dir, s.iamLog)
+	bin, args := s.inPrivateEtc(s.bin, s.iamArgs)
+	p, err := StartProcess(bin, args, s.env, s.dir, s.iamLog)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ const motoAdmin = "bucketkeeper-admin"
 // under a prefix, as a purge sends) fails with SignatureDoesNotMatch. AWS
 // canonicalizes every value with the SigV4 encoding, which the patch applies before
 // moto signs its copy.
+//
+// And it lets AssumeRoleWithWebIdentity (and AssumeRoleWithSAML) through unsigned, as
+// AWS does: their caller has no key yet, only a token. moto 5.1 checks them like any
+// other call once it checks signatures, and fails with a 500 (no Authorization header).
 const motoMain = `import sys
 from urllib.parse import parse_qsl, quote, urlsplit
 import moto.iam.access_control as ac
@@ -86,6 +90,13 @@ m["HEAD"]["DEFAULT"] = "ListBucket"
 m["GET"]["publicAccessBlock"] = "GetBucketPublicAccessBlock"
 m["PUT"]["publicAccessBlock"] = "PutBucketPublicAccessBlock"
 m["DELETE"]["publicAccessBlock"] = "PutBucketPublicAccessBlock"
+import moto.sts.responses as sts
+sts_auth = sts.TokenResponse._authenticate_and_authorize_normal_action
+def _sts_auth(self, resource="*"):
+    if self._get_action() in ("AssumeRoleWithWebIdentity", "AssumeRoleWithSAML"):
+        return
+    return sts_auth(self, resource)
+sts.TokenResponse._authenticate_and_authorize_normal_action = _sts_auth
 from moto.server import main
 main(sys.argv[1:])
 `

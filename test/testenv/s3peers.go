@@ -210,7 +210,7 @@ func (s *S3Server) configureVersity() error {
 		"ROOT_ACCESS_KEY_ID="+s.AccessKeyID,
 		"ROOT_SECRET_ACCESS_KEY="+s.SecretAccessKey,
 	)
-	return nil
+	return s.makePrivateEtc() // for the IAM service, which serves STS
 }
 
 func writeJSON(path string, v any) error {

@@ -75,12 +75,23 @@ func (s *S3Server) configureRGW() error {
 	}
 	c := s.rgw
 	c.conf = filepath.Join(s.dir, "ceph.conf")
-	if err := os.WriteFile(c.conf, []byte(rgwConf(s.dir, c.root, ports[1], ports[0], s.opts.RGWMemoryBytes)), 0o600); err != nil {
+	conf := rgwConf(s.dir, c.root, ports[1], ports[0], s.opts.RGWMemoryBytes)
+	if s.opts.RGWSTS {
+		conf += rgwSTSConf()
+	}
+	if err := os.WriteFile(c.conf, []byte(conf), 0o600); err != nil {
 		return err
 	}
 	s.bin, s.args, err = rgwCommand(c.root, "radosgw", "-d", "-c", c.conf, "-n", rgwName, "--no-mon-config")
+	if err != nil {
+		return err
+	}
 	s.env = childEnv(filepath.Join(s.dir, "tmp"))
-	return err
+	if err := s.makePrivateEtc(); err != nil {
+		return err
+	}
+	s.bin, s.args = s.inPrivateEtc(s.bin, s.args)
+	return nil
 }
 
 // rgwConf is the cluster's ceph.conf. Every path is in dir or in the root; every

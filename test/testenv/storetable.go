@@ -42,6 +42,7 @@ var StoreTitle = map[S3Kind]string{
 	SeaweedFS: "SeaweedFS",
 	Versity:   "Versity S3 Gateway",
 	RGW:       "Ceph RGW",
+	Moto:      "moto (AWS's shape)",
 }
 
 func (tb *StoreTable) begin() string {

@@ -16,6 +16,9 @@ type Suite struct {
 	Config  *rest.Config
 	Client  client.WithWatch
 	Servers []*S3Server
+	// KeylessRGW, started with SuiteOptions.Issuer, is a Ceph RGW that serves STS
+	// and trusts the issuer (S3Options.RGWSTS).
+	KeylessRGW *S3Server
 
 	controlPlane *ControlPlane
 	closeServers func()
@@ -26,7 +29,25 @@ type Suite struct {
 // controller-runtime's logger itself: this package stays free of the logging stack,
 // which test/manifests would otherwise compile at another version.)
 func StartSuite(scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
-	cp, err := StartControlPlane()
+	return StartSuiteWith(SuiteOptions{}, scheme, kinds...)
+}
+
+// SuiteOptions adjust StartSuiteWith; the zero value is StartSuite.
+type SuiteOptions struct {
+	// Issuer, when set, is the control plane's ServiceAccount token issuer
+	// (ControlPlaneOptions.Issuer): every server of a kind that checks tokens (RGW,
+	// Versity) trusts it (S3Server.TrustIssuer), and an RGW serving STS is started
+	// besides (Suite.KeylessRGW).
+	Issuer *Issuer
+}
+
+// StartSuiteWith is StartSuite with options.
+func StartSuiteWith(opts SuiteOptions, scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
+	cpOpts := ControlPlaneOptions{}
+	if opts.Issuer != nil {
+		cpOpts.Issuer = opts.Issuer
+	}
+	cp, err := StartControlPlaneWith(cpOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -37,6 +58,21 @@ func StartSuite(scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
 		return nil, err
 	}
 	s.Servers, s.closeServers = servers, closeServers
+	if opts.Issuer != nil {
+		if s.KeylessRGW, err = StartS3With(RGW, S3Options{RGWSTS: true}); err != nil {
+			s.Stop()
+			return nil, err
+		}
+		for _, srv := range append(servers, s.KeylessRGW) {
+			if srv.Kind != RGW && srv.Kind != Versity {
+				continue
+			}
+			if err := srv.TrustIssuer(opts.Issuer); err != nil {
+				s.Stop()
+				return nil, err
+			}
+		}
+	}
 	if s.Client, err = client.NewWithWatch(cp.Config, client.Options{Scheme: scheme}); err != nil {
 		s.Stop()
 		return nil, err
@@ -47,6 +83,11 @@ func StartSuite(scheme *runtime.Scheme, kinds ...S3Kind) (*Suite, error) {
 // Stop stops the servers, then the control plane, reporting on stderr what did not stop
 // cleanly.
 func (s *Suite) Stop() {
+	if s.KeylessRGW != nil {
+		if err := s.KeylessRGW.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the keyless RGW: %v\n", err)
+		}
+	}
 	s.closeServers()
 	if err := s.controlPlane.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)

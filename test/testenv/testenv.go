@@ -3,7 +3,9 @@
 // SeaweedFS weed, Versity S3 Gateway, Debian roots holding Ceph RGW and moto), and runs
 // them as child processes that listen on loopback only and cannot outlive the test
 // binary. For the install test it also runs a whole single-node cluster (Cluster: the
-// kubelet, kube-proxy, containerd and runc in namespaces of the node's own).
+// kubelet, kube-proxy, containerd and runc in namespaces of the node's own). For keyless
+// access it serves a control plane's ServiceAccount token issuer over HTTPS on port 443
+// of a loopback address, under a name only the RGW gateway resolves (Issuer).
 //
 // Why real servers instead of fakes: the operator's behaviour on the wire (error
 // codes, ownership rules, outages) is exactly what its tests must pin down, and
