@@ -60,3 +60,29 @@ func pagesCell(sizes []int) string {
 		return "paged by MaxItems"
 	}
 }
+
+// docs/stores.md's keyless store table: what a role per access is and may do on each
+// store, as the keyless contract observed it (contract_roles_test.go). moto stands in
+// for AWS's shape; it checks no token and no trust policy.
+var keylessRows = []string{
+	rowProvider, rowRole, rowTrustReadBack, rowAssume, rowSessionScope, rowOtherToken, rowThumbprint, rowNarrowSession, rowDeletedRole, rowRolePages,
+}
+
+const (
+	rowProvider      = "The cluster's issuer registered as an OIDC provider (CreateOpenIDConnectProvider; again: updated)"
+	rowRole          = "A role trusting one ServiceAccount and audience, with an inline policy on its buckets (CreateRole, PutRolePolicy)"
+	rowTrustReadBack = "The role read back (GetRole): its trust policy"
+	rowAssume        = "AssumeRoleWithWebIdentity with the ServiceAccount's token"
+	rowSessionScope  = "The session reaches its bucket and no other, and a ReadOnly grant cannot write"
+	rowOtherToken    = "Another ServiceAccount's token, or one for another audience"
+	rowThumbprint    = "The right token while the provider lists a wrong thumbprint"
+	rowNarrowSession = "An issued session once the role's policy is deleted"
+	rowDeletedRole   = "After DeleteRole"
+	rowRolePages     = "ListRoles with MaxItems 1 (the collector's paging)"
+)
+
+// keylessTable is what the keyless contract observed.
+var keylessTable = testenv.NewStoreTable("keyless", "internal/iam's keyless contract tests", keylessRows...)
+
+// keylessKinds are the keyless table's columns.
+var keylessKinds = []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto}

@@ -68,11 +68,13 @@ var codeKinds = map[string]Kind{
 	"ValidationError":         KindInvalid,
 	"InvalidInput":            KindInvalid,
 	"MalformedPolicyDocument": KindInvalid,
-	"InvalidParameterValue":   KindInvalid,
-	"Throttling":              KindThrottled,
-	"ThrottlingException":     KindThrottled,
-	"NotImplemented":          KindNotImplemented,
-	"InvalidAction":           KindNotImplemented,
+	// A role that still has policies (DeleteRole deletes ours first: someone else's).
+	"DeleteConflict":        KindInvalid,
+	"InvalidParameterValue": KindInvalid,
+	"Throttling":            KindThrottled,
+	"ThrottlingException":   KindThrottled,
+	"NotImplemented":        KindNotImplemented,
+	"InvalidAction":         KindNotImplemented,
 	// Ceph RGW serves IAM only to the users of an account: any other key (a plain
 	// RGW user, admin caps or not) gets 405 MethodNotAllowed, which no retry mends.
 	"MethodNotAllowed": KindNotImplemented,
