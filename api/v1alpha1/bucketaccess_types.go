@@ -17,6 +17,15 @@ const (
 	// AccessSecretKeyBucketNames holds every bucket as "<StorageBucket>=<bucket>",
 	// comma-separated, in spec order.
 	AccessSecretKeyBucketNames = "BUCKET_NAMES"
+
+	// The keys of a keyless access's Secret (spec.serviceAccountName), which holds no
+	// key: the AWS SDKs' default credential chain exchanges the ServiceAccount's
+	// projected token, read from AWS_WEB_IDENTITY_TOKEN_FILE, for a session of the
+	// role AWS_ROLE_ARN at the STS endpoint AWS_ENDPOINT_URL_STS.
+	AccessSecretKeyRoleARN              = "AWS_ROLE_ARN"
+	AccessSecretKeyWebIdentityTokenFile = "AWS_WEB_IDENTITY_TOKEN_FILE"
+	// AccessSecretKeyEndpointSTS is absent on AWS, whose STS endpoint the SDKs know.
+	AccessSecretKeyEndpointSTS = "AWS_ENDPOINT_URL_STS"
 )
 
 // AccessMode is what a BucketAccess may do in one bucket.
@@ -34,6 +43,9 @@ const (
 
 // BucketAccessSpec is an application's credentials for one or more StorageBuckets
 // of its own namespace.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceAccountName) || !has(self.rotation)",message="rotation does not apply to a BucketAccess for a ServiceAccount: it holds no key"
+// +kubebuilder:validation:XValidation:rule="has(self.serviceAccountName) == has(oldSelf.serviceAccountName) && (!has(self.serviceAccountName) || self.serviceAccountName == oldSelf.serviceAccountName)",message="serviceAccountName is immutable, and a BucketAccess cannot change between a key and a ServiceAccount: create another BucketAccess"
 type BucketAccessSpec struct {
 	// Buckets the credentials may use, each with its mode. All must be on the same
 	// ObjectStore, whose accessProvider must be IAM.
@@ -54,6 +66,18 @@ type BucketAccessSpec struct {
 	// Rotation replaces the key periodically, without downtime.
 	// +optional
 	Rotation *KeyRotation `json:"rotation,omitempty"`
+
+	// ServiceAccountName asks for keyless access: the ServiceAccount of this
+	// namespace whose tokens reach the buckets, instead of a key. The operator makes a
+	// role on the store that admits only that ServiceAccount's tokens, for the store's
+	// audience, with the permissions a key for the same buckets would have, and the
+	// Secret holds what an AWS SDK needs to exchange the Pod's projected token for a
+	// short session: no key. The store's accessProvider.webIdentity must be set. A
+	// ServiceAccount of another namespace cannot be named. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="serviceAccountName must be the name of a ServiceAccount of this namespace: lowercase letters, digits, '-' and '.'"
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // BucketGrant is one StorageBucket of an access and its mode.
@@ -126,9 +150,17 @@ type BucketAccessStatus struct {
 	// ObjectStore the buckets live on.
 	// +optional
 	ObjectStore string `json:"objectStore,omitempty"`
-	// IdentityName is the IAM user holding the credentials.
+	// IdentityName is the IAM user holding the credentials, or the role of a
+	// BucketAccess for a ServiceAccount.
 	// +optional
 	IdentityName string `json:"identityName,omitempty"`
+	// RoleARN is the role the ServiceAccount's tokens assume (serviceAccountName).
+	// +optional
+	RoleARN string `json:"roleARN,omitempty"`
+	// TokenAudience is the audience the ServiceAccount's projected token must be
+	// issued for (serviceAccountName): the store's.
+	// +optional
+	TokenAudience string `json:"tokenAudience,omitempty"`
 	// AccessKeyID is the key in the Secret (never the secret key).
 	// +optional
 	AccessKeyID string `json:"accessKeyID,omitempty"`
@@ -142,12 +174,14 @@ type BucketAccessStatus struct {
 
 // BucketAccess is an application's own credentials for some StorageBuckets of its
 // namespace: an identity on the store scoped to those buckets, its key written to
-// a Secret, rotated without downtime and revoked when the BucketAccess goes.
+// a Secret, rotated without downtime and revoked when the BucketAccess goes; or, for
+// a ServiceAccount (spec.serviceAccountName), a role its tokens assume, and no key.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=ba,categories=bucketkeeper
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
+// +kubebuilder:printcolumn:name="ServiceAccount",type=string,JSONPath=`.spec.serviceAccountName`,priority=1
 // +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.status.accessKeyID`
 // +kubebuilder:printcolumn:name="Key-Age",type=date,JSONPath=`.status.keyCreatedAt`
 // +kubebuilder:printcolumn:name="Rotation",type=string,JSONPath=`.status.rotation.state`

@@ -82,3 +82,84 @@ func TestObjectStoreAccessProviderAdmission(t *testing.T) {
 		t.Errorf("default IAM region = %q, want us-east-1", region)
 	}
 }
+
+// TestBucketAccessServiceAccountAdmission: a BucketAccess names a ServiceAccount of its
+// own namespace by name only, so no form of another namespace's ServiceAccount passes;
+// it holds no key to rotate, and it never changes between a key and a ServiceAccount.
+func TestBucketAccessServiceAccountAdmission(t *testing.T) {
+	ns := newNamespace(t)
+	keyless := func() spec { return with(validAccessSpec(), "serviceAccountName", "app") } // with changes its map
+	for i, name := range []string{"victim:app", "system:serviceaccount:victim:app", "victim/app", "App", "-app", ""} {
+		assertRejected(t, k8s.Create(testCtx(t), bucketAccess(ns, fmt.Sprintf("sa-%d", i), with(validAccessSpec(), "serviceAccountName", name))),
+			"serviceAccountName must be the name of a ServiceAccount of this namespace")
+	}
+	assertRejected(t, k8s.Create(testCtx(t), bucketAccess(ns, "sa-rotated", with(keyless(), "rotation", map[string]any{"every": "720h"}))),
+		"rotation does not apply to a BucketAccess for a ServiceAccount")
+
+	ba := bucketAccess(ns, "keyless", keyless())
+	if err := k8s.Create(testCtx(t), ba); err != nil {
+		t.Fatalf("a valid keyless access was refused: %v", err)
+	}
+	for _, change := range []func(*unstructured.Unstructured){
+		func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "other", "spec", "serviceAccountName")
+		},
+		func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "serviceAccountName")
+		},
+	} {
+		u := ba.DeepCopy()
+		change(u)
+		assertRejected(t, k8s.Update(testCtx(t), u), "serviceAccountName is immutable")
+	}
+	keyed := bucketAccess(ns, "keyed", validAccessSpec())
+	if err := k8s.Create(testCtx(t), keyed); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(keyed.Object, "app", "spec", "serviceAccountName")
+	assertRejected(t, k8s.Update(testCtx(t), keyed), "serviceAccountName is immutable")
+}
+
+// TestObjectStoreWebIdentityAdmission: keyless settings only with type IAM, an https
+// issuer, thumbprints of 40 hex digits, sessions between 1h and 12h; the session
+// defaults to 1h.
+func TestObjectStoreWebIdentityAdmission(t *testing.T) {
+	web := func(w map[string]any) map[string]any {
+		out := map[string]any{"issuer": "https://oidc.example.com/cluster", "audience": "s3.example.com"}
+		for k, v := range w {
+			out[k] = v
+		}
+		return out
+	}
+	base := func(typ string, w map[string]any) spec {
+		return spec{"endpoint": "http://127.0.0.1:7070", "accessProvider": map[string]any{"type": typ, "webIdentity": w}}
+	}
+	cases := []struct {
+		name string
+		spec spec
+		want string
+	}{
+		{"static", base("Static", web(nil)), "accessProvider.webIdentity may only be set when type is IAM"},
+		{"http issuer", base("IAM", web(map[string]any{"issuer": "http://oidc.example.com"})), "webIdentity.issuer must be an https URL"},
+		{"issuer with a query", base("IAM", web(map[string]any{"issuer": "https://oidc.example.com/?x=1"})), "webIdentity.issuer must be an https URL"},
+		{"no audience", base("IAM", map[string]any{"issuer": "https://oidc.example.com"}), "audience: Required value"},
+		{"short thumbprint", base("IAM", web(map[string]any{"thumbprints": []any{"abc"}})), "should match '^[0-9a-fA-F]{40}$'"},
+		{"six thumbprints", base("IAM", web(map[string]any{"thumbprints": []any{"0000000000000000000000000000000000000001",
+			"0000000000000000000000000000000000000002", "0000000000000000000000000000000000000003", "0000000000000000000000000000000000000004",
+			"0000000000000000000000000000000000000005", "0000000000000000000000000000000000000006"}})), "must have at most 5 items"},
+		{"session of 30m", base("IAM", web(map[string]any{"maxSessionDuration": "30m"})), "webIdentity.maxSessionDuration must be between 1h and 12h"},
+		{"session of a day", base("IAM", web(map[string]any{"maxSessionDuration": "24h"})), "webIdentity.maxSessionDuration must be between 1h and 12h"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assertRejected(t, k8s.Create(testCtx(t), objectStore(fmt.Sprintf("web-invalid-%d", i), tc.spec)), tc.want)
+		})
+	}
+	store := objectStore("web-valid", base("IAM", web(map[string]any{"thumbprints": []any{"9e99a48a9960b14926bb7f3b02e22da2b0ab7280"}})))
+	if err := k8s.Create(testCtx(t), store); err != nil {
+		t.Fatalf("a valid keyless store was refused: %v", err)
+	}
+	if d, _, _ := unstructured.NestedString(store.Object, "spec", "accessProvider", "webIdentity", "maxSessionDuration"); d != "1h" {
+		t.Errorf("default maxSessionDuration = %q, want 1h", d)
+	}
+}

@@ -26,6 +26,10 @@ const (
 	// ConditionAdminAPIReady is True when a store's spec.adminAPI answers and lets the
 	// operator read buckets' quotas.
 	ConditionAdminAPIReady = "AdminAPIReady"
+	// ConditionWebIdentityReady is True when a store trusts the cluster's
+	// ServiceAccount tokens (spec.accessProvider.webIdentity): the issuer is
+	// registered as its OpenID Connect provider and it keeps roles' inline policies.
+	ConditionWebIdentityReady = "WebIdentityReady"
 )
 
 // Condition reasons: CamelCase, specific enough that a person knows what to do next.
@@ -129,6 +133,20 @@ const (
 	// ReasonBucketRefused: a StorageBucket of the access is Stalled by a guardrail of
 	// its store (e.g. NamespaceNotAllowed), so the access's key was revoked.
 	ReasonBucketRefused = "BucketRefused"
+
+	// Reasons of keyless access (WebIdentityReady, and a BucketAccess for a
+	// ServiceAccount).
+	// ReasonIssuerUnreachable: the operator could not read the issuer's discovery
+	// document or key set to compute its thumbprint.
+	ReasonIssuerUnreachable = "IssuerUnreachable"
+	// ReasonWebIdentityNotConfigured: the access names a ServiceAccount, and its
+	// store has no accessProvider.webIdentity.
+	ReasonWebIdentityNotConfigured = "WebIdentityNotConfigured"
+	// ReasonWebIdentityNotReady: the access names a ServiceAccount, and its store's
+	// WebIdentityReady is not True (yet); the message says why.
+	ReasonWebIdentityNotReady = "WebIdentityNotReady"
+	// ReasonRoleIssued: the access's role admits its ServiceAccount (an Event).
+	ReasonRoleIssued = "RoleIssued"
 )
 
 // Reasons of Events that no condition carries: what the deletion of a StorageBucket

@@ -80,6 +80,15 @@ const (
 	SecretKeyForcePathStyle = "BUCKET_FORCE_PATH_STYLE"
 )
 
+// WebIdentityTokenDir is where the Pod of a keyless BucketAccess (spec.serviceAccountName)
+// mounts its projected ServiceAccount token volume, whose one path is "token": the
+// Secret's AWS_WEB_IDENTITY_TOKEN_FILE is WebIdentityTokenPath. (The SDKs read the
+// file again before each session, and the kubelet renews it.)
+const (
+	WebIdentityTokenDir  = "/var/run/secrets/bucketkeeper.io/serviceaccount"
+	WebIdentityTokenPath = WebIdentityTokenDir + "/token"
+)
+
 // CanaryPrefix is where ReadWrite probes write their canary object (named after the
 // StorageBucket's UID, deleted after every probe). Event notifications for keys under
 // it are ignored by the webhook; filter them out of a bucket's notifications as well.

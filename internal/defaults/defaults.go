@@ -130,6 +130,24 @@ const (
 	// ReleaseBlockedDeletionAfter is spec.guardrails.objectLock.releaseBlockedDeletionAfter
 	// of an ObjectStore: how long a deletion blocked by locked object versions waits.
 	ReleaseBlockedDeletionAfter = 24 * time.Hour
+	// WebIdentityMaxSessionDuration is spec.accessProvider.webIdentity.maxSessionDuration
+	// of an ObjectStore: the longest session a keyless access's role grants.
+	WebIdentityMaxSessionDuration = time.Hour
+)
+
+// Keyless access: how the operator keeps a store's registration of the cluster's
+// issuer.
+const (
+	// WebIdentityRecheck is how often a store's OIDC provider is registered again
+	// (thumbprints recomputed, audiences and thumbprints brought back) when nothing
+	// in its spec changed: a key set's host may change its certificate, and someone
+	// may change the provider.
+	WebIdentityRecheck = 10 * time.Minute
+	// WebIdentityRetry is how soon a failed registration is tried again.
+	WebIdentityRetry = 30 * time.Second
+	// IssuerFetchTimeout bounds the lookup of an issuer's thumbprint (its discovery
+	// document and key set).
+	IssuerFetchTimeout = 10 * time.Second
 )
 
 // StoreHealthCheckTimeout bounds one ObjectStore health check (the S3 request timeout

@@ -20,6 +20,7 @@ func TestCRDDefaultsAgree(t *testing.T) {
 		{"bucketkeeper.io_storagebuckets.yaml", []string{"probe", "timeout"}, ProbeTimeout},
 		{"bucketkeeper.io_objectstores.yaml", []string{"healthCheck", "interval"}, StoreHealthCheckInterval},
 		{"bucketkeeper.io_objectstores.yaml", []string{"region"}, StoreRegion},
+		{"bucketkeeper.io_objectstores.yaml", []string{"accessProvider", "webIdentity", "maxSessionDuration"}, WebIdentityMaxSessionDuration},
 		{"bucketkeeper.io_objectstores.yaml", []string{"guardrails", "objectLock", "releaseBlockedDeletionAfter"}, ReleaseBlockedDeletionAfter},
 	}
 	for _, tc := range tests {
