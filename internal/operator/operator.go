@@ -275,6 +275,8 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Budget:           p.budget,
 		Leases:           leases,
 		Access:           access,
+		ClusterID:        opts.ClusterID,
+		IssuerHTTPClient: opts.IssuerHTTPClient,
 		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ObjectStore controller: %w", err)

@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -126,6 +127,10 @@ type Options struct {
 	AccessCollectInterval time.Duration
 	// IAMFactory builds IAM drivers (default iam.New).
 	IAMFactory iam.Factory
+	// IssuerHTTPClient reads a ServiceAccount token issuer's discovery document and
+	// key set, to compute the thumbprint of an ObjectStore's webIdentity that gives
+	// none (default: the system's roots). Tests give one that reaches their issuer.
+	IssuerHTTPClient *http.Client
 	// IAMObserver, if set, sees every IAM request besides the metrics.
 	IAMObserver func(store, operation string, httpStatus int, err error)
 

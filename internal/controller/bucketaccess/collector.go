@@ -92,6 +92,8 @@ type collectorState struct {
 	// oversized: the store answered a ListUsers page with more users than MaxItems
 	// asked for (logged once).
 	oversized bool
+	// roles is the sweep of the store's roles (collector_roles.go).
+	roles roleSweep
 }
 
 // heldKey: the user was found holding one of keys (its access's key ids, joined), and
@@ -188,6 +190,9 @@ func (c *Collector) collectStore(ctx context.Context, store *bkv1.ObjectStore) (
 		return collectPass{}, err
 	}
 	pass, err := c.pass(ctx, store, driver, state)
+	if err == nil {
+		err = c.collectRoles(ctx, store, driver, state, &pass)
+	}
 	if c.OnPass != nil {
 		c.OnPass(store.Name, pass.checked, pass.done)
 	}

@@ -53,6 +53,8 @@ type Reconciler struct {
 	// applied is the store and policy document last written per access
 	// (store + "\n" + document; the document is empty where its policy was deleted).
 	applied memo.Map[types.UID, string]
+	// roles is the ARN of the role last written per keyless access (roles.go).
+	roles memo.Map[types.UID, string]
 }
 
 // Forget drops what this process remembers of an access's identity (the policy it
@@ -61,6 +63,7 @@ type Reconciler struct {
 func (r *Reconciler) Forget(uid types.UID) {
 	r.pending.Delete(uid)
 	r.applied.Delete(uid)
+	r.roles.Delete(uid)
 }
 
 func (r *Reconciler) forgetApplied(uid types.UID) { r.applied.Delete(uid) }
@@ -98,6 +101,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ba *bkv1.BucketAccess,
 		{"creating the identity and its policy", r.reconcileIdentity},
 		{"issuing the key", r.reconcileKeys},
 		{"removing the Secrets of an earlier secretName", r.pruneEarlierSecrets},
+	}
+	if keyless(ba) {
+		steps[1].doing, steps[1].run = "creating the role and its policies", r.reconcileRole
+		steps[2].doing, steps[2].run = "writing the Secret", r.writeKeylessSecret
 	}
 	for _, step := range steps {
 		if err := step.run(ctx, scope); err != nil {
@@ -218,19 +225,29 @@ func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAcc
 		}
 		return err
 	}
-	driver, err := r.Access.DriverFor(ctx, store)
-	if err != nil {
-		return err
-	}
-	if err := driver.DeleteUser(ctx, accessIdentity(r.ClusterID, ba)); err != nil {
-		return err
+	if keyless(ba) {
+		if err := r.deleteRole(ctx, store, ba); err != nil {
+			return err
+		}
+	} else {
+		driver, err := r.Access.DriverFor(ctx, store)
+		if err != nil {
+			return err
+		}
+		if err := driver.DeleteUser(ctx, accessIdentity(r.ClusterID, ba)); err != nil {
+			return err
+		}
 	}
 	if err := r.deleteAccessSecret(ctx, ba); err != nil {
 		return err
 	}
 	r.Forget(ba.UID)
-	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Revoke", "revoked key %s: %s", ba.Status.AccessKeyID, why.Message)
-	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt = "", nil
+	what := "key " + ba.Status.AccessKeyID
+	if keyless(ba) {
+		what = "role " + ba.Status.RoleARN
+	}
+	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Revoke", "revoked %s: %s", what, why.Message)
+	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt, ba.Status.RoleARN = "", nil, ""
 	ba.Status.Rotation = bkv1.RotationStatus{LastHandledRequest: ba.Status.Rotation.LastHandledRequest}
 	return why
 }
@@ -276,6 +293,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess,
 		log.FromContext(ctx).Info("no store to revoke the credentials on", "store", storeName)
 	case err != nil:
 		return ctrl.Result{}, err
+	case stores.AccessProviderOf(store) == bkv1.AccessProviderIAM && keyless(ba):
+		if err := r.deleteRole(ctx, store, ba); err != nil {
+			reconcile.SetCondition(&ba.Status.Conditions, ba.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonRevoking, fmt.Sprintf("deleting the role: %v", err))
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Delete", "deleted role %s and its policy", accessIdentity(r.ClusterID, ba))
 	case stores.AccessProviderOf(store) == bkv1.AccessProviderIAM:
 		driver, err := r.Access.DriverFor(ctx, store)
 		if err != nil {
@@ -301,6 +324,10 @@ func (r *Reconciler) summarize(ctx context.Context, ba *bkv1.BucketAccess, patch
 	conds, gen := &ba.Status.Conditions, ba.Generation
 	if err == nil {
 		msg := fmt.Sprintf("key %s of %s is in Secret %s", ba.Status.AccessKeyID, ba.Status.IdentityName, ba.Spec.SecretName)
+		if keyless(ba) {
+			msg = fmt.Sprintf("role %s admits the tokens of ServiceAccount %s for audience %s; Secret %s holds its settings, and no key",
+				ba.Status.RoleARN, ba.Spec.ServiceAccountName, ba.Status.TokenAudience, ba.Spec.SecretName)
+		}
 		reconcile.SetCondition(conds, gen, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady, msg)
 		if ba.Status.Rotation.State == bkv1.RotationIdle {
 			reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)

@@ -39,7 +39,7 @@ func (r *Reconciler) leaveStore(ctx context.Context, ba *bkv1.BucketAccess, stor
 	if err := r.narrowIdentity(ctx, ba, store, nil); err != nil {
 		return err
 	}
-	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt = "", nil
+	ba.Status.AccessKeyID, ba.Status.KeyCreatedAt, ba.Status.RoleARN = "", nil, ""
 	ba.Status.Rotation = bkv1.RotationStatus{LastHandledRequest: ba.Status.Rotation.LastHandledRequest}
 	return nil
 }
@@ -85,7 +85,9 @@ func (r *Reconciler) narrowIdentity(ctx context.Context, ba *bkv1.BucketAccess, 
 		return err
 	}
 	user := accessIdentity(r.ClusterID, ba)
-	if len(grants) == 0 {
+	if keyless(ba) {
+		err = narrowRole(ctx, driver, user, grants)
+	} else if len(grants) == 0 {
 		err = driver.DeletePolicy(ctx, user)
 	} else if err = driver.PutPolicy(ctx, user, grants); iam.KindOf(err) == iam.KindNoSuchEntity {
 		err = nil // no user: nothing to narrow
@@ -102,18 +104,42 @@ func (r *Reconciler) narrowIdentity(ctx context.Context, ba *bkv1.BucketAccess, 
 		}
 		reach = "only " + strings.Join(names, ", ")
 	}
+	what := "the keys of " + user
+	if keyless(ba) {
+		what = "the sessions of role " + user
+	}
 	r.Recorder.Eventf(ba, nil, corev1.EventTypeNormal, bkv1.ReasonRevoking, "Narrow",
-		"the keys of %s on store %s now reach %s: the access grants no other Ready bucket there", user, issuedOn, reach)
+		"%s on store %s now reach %s: the access grants no other Ready bucket there", what, issuedOn, reach)
 	return nil
 }
 
-// mayHoldIdentity says whether the access may have a user on the store its status
-// names: a key was recorded, one is being verified, or this process wrote its policy.
+// narrowRole is narrowIdentity for a keyless access's role: its inline policy set to
+// grants, or deleted for none, which takes the buckets from its sessions already
+// issued too (on the stores that check a session's role on each request; on the
+// others a session keeps them until it expires, which maxSessionDuration bounds). A
+// missing role has nothing to narrow.
+func narrowRole(ctx context.Context, driver iam.Driver, role string, grants []iam.Grant) error {
+	roles, ok := iam.RolesOf(driver)
+	if !ok {
+		return nil // no role operations: no role of ours
+	}
+	if len(grants) == 0 {
+		return roles.DeleteRolePolicy(ctx, role)
+	}
+	if err := roles.PutRolePolicy(ctx, role, grants); iam.KindOf(err) != iam.KindNoSuchEntity {
+		return err
+	}
+	return nil
+}
+
+// mayHoldIdentity says whether the access may have a user (or, keyless, a role) on the
+// store its status names: a key or role was recorded, a key is being verified, or this
+// process wrote its policy.
 func (r *Reconciler) mayHoldIdentity(ba *bkv1.BucketAccess) bool {
 	if ba.Status.ObjectStore == "" {
 		return false
 	}
-	if ba.Status.AccessKeyID != "" || r.pendingOf(ba.UID) != nil {
+	if ba.Status.AccessKeyID != "" || ba.Status.RoleARN != "" || r.pendingOf(ba.UID) != nil {
 		return true
 	}
 	store, _, _ := strings.Cut(r.appliedOf(ba.UID), "\n")

@@ -89,6 +89,10 @@ type accessFacts struct {
 	// account.
 	issuedOn string
 	keyIDs   []string
+	// keyless: the access asks for a role (spec.serviceAccountName), and roleARN is
+	// the one its status records.
+	keyless bool
+	roleARN string
 }
 
 // accessIndex maps the user names of the cluster's accesses to what is known of them.
@@ -120,6 +124,7 @@ func newAccessIndex(clusterID string, accesses []bkv1.BucketAccess, buckets []bk
 			ready:    allReady(ba, byName),
 		}
 		f.issuedOn = ba.Status.ObjectStore
+		f.keyless, f.roleARN = keyless(ba), ba.Status.RoleARN
 		if ba.Status.ObjectStore != "" && ba.Status.AccessKeyID != "" {
 			f.keyIDs = []string{ba.Status.AccessKeyID}
 			if ba.Status.Rotation.PreviousKeyID != "" {

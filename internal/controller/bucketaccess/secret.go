@@ -45,23 +45,34 @@ func (r *Reconciler) writeAccessSecretFrom(ctx context.Context, s *accessScope, 
 	return r.writeAccessSecret(ctx, s, string(secret.Data[bkv1.AccessSecretKeyAccessKeyID]), string(secret.Data[bkv1.AccessSecretKeySecretKey]))
 }
 
-// writeAccessSecret creates or updates the Secret with the given key. The Secret is
-// labelled so the manager's cache sees it, and controlled by the access so
-// Kubernetes removes it with the access.
+// writeAccessSecret creates or updates the Secret with the given key.
 func (r *Reconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyID, secretKey string) error {
-	ba := s.ba
-	endpoint := stores.Endpoint(s.store, stores.Region(s.store))
+	data := connectionData(s)
+	data[bkv1.AccessSecretKeyAccessKeyID] = []byte(keyID)
+	data[bkv1.AccessSecretKeySecretKey] = []byte(secretKey)
+	return r.writeSecretData(ctx, s, data)
+}
+
+// connectionData is what every access's Secret holds besides its credentials: the
+// store's endpoint, region and transport, and the buckets.
+func connectionData(s *accessScope) map[string][]byte {
 	data := map[string][]byte{
-		bkv1.AccessSecretKeyAccessKeyID: []byte(keyID),
-		bkv1.AccessSecretKeySecretKey:   []byte(secretKey),
 		bkv1.AccessSecretKeyRegion:      []byte(stores.Region(s.store)),
-		bkv1.AccessSecretKeyEndpoint:    []byte(endpoint),
+		bkv1.AccessSecretKeyEndpoint:    []byte(stores.Endpoint(s.store, stores.Region(s.store))),
 		bkv1.AccessSecretKeyBucketNames: []byte(strings.Join(s.names, ",")),
 	}
 	if len(s.grants) > 0 {
 		data[bkv1.AccessSecretKeyBucketName] = []byte(s.grants[0].Bucket)
 	}
 	stores.AddTransport(data, s.store)
+	return data
+}
+
+// writeSecretData creates or updates the Secret with data. The Secret is labelled so
+// the manager's cache sees it, and controlled by the access so Kubernetes removes it
+// with the access.
+func (r *Reconciler) writeSecretData(ctx context.Context, s *accessScope, data map[string][]byte) error {
+	ba := s.ba
 	current := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.SecretName}, current)
 	if apierrors.IsNotFound(err) {

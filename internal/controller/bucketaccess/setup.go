@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,21 +21,33 @@ import (
 // IndexBucketAccessBucket indexes BucketAccesses by the StorageBuckets they name.
 const IndexBucketAccessBucket = "spec.buckets.name"
 
-// SetupIndexes registers the index the BucketAccess controller uses to
-// find the accesses of a StorageBucket.
+// IndexBucketAccessKeyless indexes the BucketAccesses that name a ServiceAccount
+// (value "true"), which wait for their store's trust in the cluster's tokens.
+const IndexBucketAccessKeyless = "spec.serviceAccountName.set"
+
+// SetupIndexes registers the indexes the BucketAccess controller uses to find the
+// accesses of a StorageBucket, and the keyless ones.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &bkv1.BucketAccess{}, IndexBucketAccessBucket, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &bkv1.BucketAccess{}, IndexBucketAccessBucket, func(o client.Object) []string {
 		var names []string
 		for _, b := range o.(*bkv1.BucketAccess).Spec.Buckets {
 			names = append(names, b.Name)
 		}
 		return names
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &bkv1.BucketAccess{}, IndexBucketAccessKeyless, func(o client.Object) []string {
+		if keyless(o.(*bkv1.BucketAccess)) {
+			return []string{"true"}
+		}
+		return nil
 	})
 }
 
 // SetupWithManager wires the BucketAccess controller: its own objects (spec,
-// deletion, the rotate annotation), the Secrets it owns, and the StorageBuckets it
-// waits for. It runs concurrency workers, as many as the StorageBucket controller
+// deletion, the rotate annotation), the Secrets it owns, the StorageBuckets it
+// waits for, and, for keyless accesses, their stores' trust in the cluster's tokens. It runs concurrency workers, as many as the StorageBucket controller
 // (--concurrency): a reconcile waits on its store's IAM endpoint, and with a single
 // worker one tenant's access on a slow or hung store would hold up every other
 // tenant's.
@@ -43,6 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		For(&bkv1.BucketAccess{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged(bkv1.AnnotationRotateRequestedAt))).
 		Owns(&corev1.Secret{}).
 		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(r.accessesOfBucket), builder.WithPredicates(bucketUsableChanged())).
+		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.keylessAccessesOfStore), builder.WithPredicates(storeTrustChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: reconcile.RateLimiter()}).
 		Complete(r)
 }
@@ -67,6 +81,40 @@ func (r *Reconciler) accessesOfBucket(ctx context.Context, o client.Object) []ct
 	out := make([]ctrl.Request, 0, len(list.Items))
 	for _, ba := range list.Items {
 		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}})
+	}
+	return out
+}
+
+// storeTrustChanged passes ObjectStore changes that can change a keyless access's
+// verdict: creation, and a new WebIdentityReady verdict or registration.
+func storeTrustChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*bkv1.ObjectStore), e.ObjectNew.(*bkv1.ObjectStore)
+			oc := reconcile.FindCondition(o.Status.Conditions, bkv1.ConditionWebIdentityReady)
+			nc := reconcile.FindCondition(n.Status.Conditions, bkv1.ConditionWebIdentityReady)
+			if (oc == nil) != (nc == nil) || (nc != nil && (oc.Status != nc.Status || oc.Reason != nc.Reason || oc.ObservedGeneration != nc.ObservedGeneration)) {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(o.Status.WebIdentity, n.Status.WebIdentity)
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// keylessAccessesOfStore enqueues the keyless accesses that may wait for the store:
+// those issued on it, or on none yet.
+func (r *Reconciler) keylessAccessesOfStore(ctx context.Context, o client.Object) []ctrl.Request {
+	list := &bkv1.BucketAccessList{}
+	if err := r.List(ctx, list, client.MatchingFields{IndexBucketAccessKeyless: "true"}); err != nil {
+		return nil
+	}
+	var out []ctrl.Request
+	for _, ba := range list.Items {
+		if ba.Status.ObjectStore == "" || ba.Status.ObjectStore == o.GetName() {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ba.Namespace, Name: ba.Name}})
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,11 +53,19 @@ type Reconciler struct {
 	Leases *stores.Leases
 	// Access checks stores whose accessProvider is IAM; may be nil.
 	Access *stores.AccessProviders
+	// ClusterID names the role the check of role policies asks about (one that
+	// cannot exist).
+	ClusterID string
+	// IssuerHTTPClient reads an issuer's discovery document and key set, to compute
+	// the thumbprint of a store's webIdentity that gives none; nil: the system's roots.
+	IssuerHTTPClient *http.Client
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
 	ReconcileTimeout time.Duration
 
 	// lastChecked is when each store was last checked, by name.
 	lastChecked memo.Map[string, time.Time]
+	// webIdentity is, per store, its last registration (webidentity.go).
+	webIdentity memo.Map[string, webIdentityRun]
 }
 
 // checkAllowed says whether a store may be checked now, or how long to wait.

@@ -46,6 +46,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 		r.Access.Forget(store.Name)
 	}
 	r.lastChecked.Delete(store.Name)
+	r.webIdentity.Delete(store.Name)
 	if r.OnHealth != nil {
 		r.OnHealth(store.Name, nil)
 	}

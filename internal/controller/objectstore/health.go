@@ -46,6 +46,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStor
 	r.setHealth(patcher, store, reason, message)
 	checkSideAPI(ctx, store, r.accessProviderAPI(store))
 	checkSideAPI(ctx, store, r.adminAPI(store))
+	r.checkWebIdentity(ctx, store, patcher)
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
