@@ -189,11 +189,16 @@ func (f *fixture) secretClient(name string) secretKey {
 }
 
 func (f *fixture) access(name, secret string, grants ...bkv1.BucketGrant) *bkv1.BucketAccess {
-	ba := &bkv1.BucketAccess{
+	return f.createAccess(&bkv1.BucketAccess{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec:       bkv1.BucketAccessSpec{Buckets: grants, SecretName: secret},
-	}
+	})
+}
+
+// createAccess creates ba, and deletes it when the test ends.
+func (f *fixture) createAccess(ba *bkv1.BucketAccess) *bkv1.BucketAccess {
 	must(f.t, k8s.Create(f.ctx, ba))
+	name := ba.Name
 	f.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

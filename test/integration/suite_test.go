@@ -48,7 +48,12 @@ var (
 	rgw *testenv.S3Server
 	// moto stands in for AWS (TestOperatorRunsUnderTheAWSPolicy); it is not one of
 	// everyStore: an emulator proves nothing about data safety.
-	moto     *testenv.S3Server
+	moto *testenv.S3Server
+	// issuer issues the control plane's ServiceAccount tokens (keyless access), and
+	// rgwSTS is a Ceph RGW that serves STS and trusts it (which changes how RGW
+	// answers a wrong key: see testenv.S3Options.RGWSTS).
+	issuer   *testenv.Issuer
+	rgwSTS   *testenv.S3Server
 	requests = &requestLog{}
 	// iamRequests counts the IAM requests of the suite's managers per store and
 	// operation, and when each was sent.
@@ -91,7 +96,15 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	suite, err := testenv.StartSuite(operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
+	// The control plane's ServiceAccount tokens are issued by an issuer on port 443 of
+	// a loopback address, which RGW and Versity trust (keyless access).
+	var err error
+	if issuer, err = testenv.NewIssuer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer issuer.Close()
+	suite, err := testenv.StartSuiteWith(testenv.SuiteOptions{Issuer: issuer}, operator.Scheme(), testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.Moto)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -99,6 +112,7 @@ func run(m *testing.M) int {
 	defer suite.Stop()
 	cfg, k8sWatch, k8s = suite.Config, suite.Client, suite.Client
 	seaweed, versity, rgw, moto = suite.Servers[0], suite.Servers[1], suite.Servers[2], suite.Servers[3]
+	rgwSTS = suite.KeylessRGW
 	if clusterID, err = operator.DefaultClusterID(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -145,6 +159,9 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	}
 	if opts.S3Observer == nil {
 		opts.S3Observer = requests.observe
+	}
+	if opts.IssuerHTTPClient == nil {
+		opts.IssuerHTTPClient = issuer.HTTPClient()
 	}
 	if opts.IAMObserver == nil {
 		opts.IAMObserver = iamRequests.observe
