@@ -62,8 +62,14 @@ func TestInstall(t *testing.T) {
 	begin := time.Now()
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(begin).Seconds(), what) }
 	tarball := buildManagerImage(t, t.TempDir())
-	step("image built")
-	in.cluster = testenv.NewCluster(t)
+	clientImage, err := buildKeylessClientImage(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("images built")
+	// The cluster's ServiceAccount tokens are checked by Ceph RGW (keyless access).
+	issuer := testenv.NewIssuerFor(t)
+	in.cluster = testenv.NewClusterWith(t, testenv.ClusterOptions{Issuer: issuer})
 	step("cluster ready")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -79,7 +85,6 @@ func TestInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var err error
 	if in.c, err = client.New(in.cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +120,12 @@ func TestInstall(t *testing.T) {
 	in.checkMetrics()
 	in.checkReceiver()
 	step("metrics and receiver checked through their Services")
+	rgw := testenv.NewS3With(t, testenv.RGW, testenv.S3Options{RGWSTS: true})
+	if err := rgw.TrustIssuer(issuer); err != nil {
+		t.Fatal(err)
+	}
+	in.keyless(rgw, issuer, clientImage)
+	step("a Pod with no key reached its bucket on RGW with its ServiceAccount's token")
 
 	// The leader's Pod goes; the other replica takes the Lease. The node is cordoned
 	// meanwhile (as in a drain), so that the Pod replacing the leader cannot start and
