@@ -147,6 +147,23 @@ const (
 	ReasonWebIdentityNotReady = "WebIdentityNotReady"
 	// ReasonRoleIssued: the access's role admits its ServiceAccount (an Event).
 	ReasonRoleIssued = "RoleIssued"
+
+	// Reasons of a move between stores (spec.move).
+	// ReasonMoving: the bucket is being moved to another store (Reconciling=True while
+	// it runs; an Event at each phase). status.move says where it is.
+	ReasonMoving = "Moving"
+	// ReasonMoved: a move ended with the bucket verified on its new store (an Event).
+	ReasonMoved = "Moved"
+	// ReasonMoveAborted: a move was cancelled before its cutover and undone (an Event).
+	ReasonMoveAborted = "MoveAborted"
+	// ReasonMoveNotAllowed: the target store's guardrails refuse the move (its
+	// guardrails.moves, allowedNamespaces, or a quota the source's data exceeds), or the
+	// source's guardrails.moves forbids moving out; nothing was created on the target.
+	ReasonMoveNotAllowed = "MoveNotAllowed"
+	// ReasonMoveFailed: objects could not be copied (unreadable on the source, refused
+	// by the target): the move does not cut over; the message counts them and names
+	// the first few keys.
+	ReasonMoveFailed = "MoveFailed"
 )
 
 // Reasons of Events that no condition carries: what the deletion of a StorageBucket

@@ -22,6 +22,13 @@ const (
 	// UID) whose operator owns the bucket. A bucket tagged by another cluster sharing
 	// the store is never touched, re-bound or purged.
 	TagCluster = "bucketkeeper.io/cluster"
+	// TagMovedTo marks a bucket that a move left behind on its old store:
+	// "<ObjectStore>/<bucket>" of where it lives now. Its object writes are denied
+	// (MoveFreezeSid), and no key of the claim reaches it.
+	TagMovedTo = "bucketkeeper.io/moved-to"
+	// MoveFreezeSid is the Sid of the bucket policy statement that denies a moving
+	// bucket's object writes from the cutover on.
+	MoveFreezeSid = "BucketkeeperMoveFreeze"
 	// MaxTagValueLength is S3's limit on a tag value; the claim tag is shortened
 	// (with a hash) to stay within it for any namespace and name.
 	MaxTagValueLength = 256

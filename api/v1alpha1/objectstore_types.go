@@ -238,6 +238,12 @@ type StoreGuardrails struct {
 	// +optional
 	// +kubebuilder:default={}
 	ObjectLock ObjectLockGuardrails `json:"objectLock,omitempty"`
+
+	// Moves say whether buckets may move into or out of this store (a StorageBucket
+	// whose objectStoreRef changes under spec.move). Both are allowed by default: a
+	// move into the store is held to every other guardrail here, as a new bucket is.
+	// +optional
+	Moves MoveGuardrails `json:"moves,omitempty"`
 }
 
 // ObjectLockGuardrails are the store admin's limits on object lock. A claim asking for

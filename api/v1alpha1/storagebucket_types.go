@@ -9,15 +9,22 @@ import (
 
 // StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
 //
+// +kubebuilder:validation:XValidation:rule="self.objectStoreRef == oldSelf.objectStoreRef || has(self.move)",message="objectStoreRef can change only with spec.move set: that moves the bucket and its objects to the other store"
 // +kubebuilder:validation:XValidation:rule="has(self.bucketName) == has(oldSelf.bucketName) && (!has(self.bucketName) || self.bucketName == oldSelf.bucketName)",message="bucketName cannot be added, changed or removed after creation: create a new StorageBucket for another bucket"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.versioning) || self.versioning == 'Enabled'",message="objectLock needs versioning Enabled (or unset): a locked bucket keeps every version, and S3 refuses to suspend versioning on it"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || has(self.objectLock)",message="objectLock cannot be removed: S3 cannot turn object lock off once a bucket has it"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || !has(oldSelf.objectLock.defaultRetention) || oldSelf.objectLock.defaultRetention.mode != 'Compliance' || (has(self.objectLock) && has(self.objectLock.defaultRetention) && self.objectLock.defaultRetention.mode == 'Compliance' && ((has(self.objectLock.defaultRetention.years) && has(oldSelf.objectLock.defaultRetention.years)) ? self.objectLock.defaultRetention.years >= oldSelf.objectLock.defaultRetention.years : (has(self.objectLock.defaultRetention.years) ? self.objectLock.defaultRetention.years * 365 : self.objectLock.defaultRetention.days) >= (has(oldSelf.objectLock.defaultRetention.years) ? oldSelf.objectLock.defaultRetention.years * 366 : oldSelf.objectLock.defaultRetention.days)))",message="a Compliance default retention cannot be removed, shortened or turned into Governance: Compliance is a promise that nobody may weaken the lock"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.objectLock.defaultRetention) || !has(self.probe) || !has(self.probe.mode) || self.probe.mode != 'ReadWrite'",message="probe.mode ReadWrite cannot be used with objectLock.defaultRetention: every canary object would be locked and pile up; use the Head probe"
 type StorageBucketSpec struct {
-	// ObjectStoreRef names the ObjectStore the bucket lives on. Immutable.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="objectStoreRef is immutable: a bucket cannot move to another store"
+	// ObjectStoreRef names the ObjectStore the bucket should live on. It may change
+	// only with spec.move set, which moves the bucket and its objects there
+	// (status.objectStore is where it lives meanwhile); setting it back before the
+	// cutover cancels the move.
 	ObjectStoreRef ObjectStoreReference `json:"objectStoreRef"`
+
+	// Move allows objectStoreRef to change, and says how the bucket is moved.
+	// +optional
+	Move *MoveSpec `json:"move,omitempty"`
 
 	// BucketName is the bucket's name on the store. When absent, a name is derived
 	// from the store's bucketNamePrefix, the namespace and the name (with a short hash
@@ -324,6 +331,13 @@ type StorageBucketStatus struct {
 	// Region the bucket lives in.
 	// +optional
 	Region string `json:"region,omitempty"`
+	// ObjectStore is the ObjectStore the bucket lives on now. It differs from
+	// spec.objectStoreRef only while the bucket moves (status.move).
+	// +optional
+	ObjectStore string `json:"objectStore,omitempty"`
+	// Move is the bucket's last move between stores, while it runs and after.
+	// +optional
+	Move *MoveStatus `json:"move,omitempty"`
 	// ConnectionSecretName is the Secret holding the connection details.
 	// +optional
 	ConnectionSecretName string `json:"connectionSecretName,omitempty"`
@@ -495,6 +509,9 @@ const AppliedNameMaxLength = 32
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.usage.bytes`,priority=1,description="Bytes the bucket holds, as the store last counted them"
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.usage.objects`,priority=1
+// +kubebuilder:printcolumn:name="Store",type=string,JSONPath=`.status.objectStore`,priority=1,description="The ObjectStore the bucket lives on now"
+// +kubebuilder:printcolumn:name="Move",type=string,JSONPath=`.status.move.phase`,priority=1,description="Phase of the bucket's last move between stores"
+// +kubebuilder:printcolumn:name="Moved",type=integer,JSONPath=`.status.move.copiedBytes`,priority=1,description="Bytes the move copied"
 // +kubebuilder:printcolumn:name="Lock",type=string,JSONPath=`.status.objectLock.defaultRetention.mode`,priority=1,description="Mode of the bucket's default object lock retention"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 240",message="a StorageBucket's name may have at most 240 characters: its Secrets are named <name>-bucket and <name>-access"
 type StorageBucket struct {

@@ -134,7 +134,10 @@ func TestStorageBucketImmutableFields(t *testing.T) {
 		{"change bucketName", with(validBucketSpec(), "bucketName", "first-bucket"), func(s spec) { s["bucketName"] = "second-bucket" }, "bucketName cannot be added, changed or removed after creation"},
 		{"add bucketName", validBucketSpec(), func(s spec) { s["bucketName"] = "late-bucket" }, "bucketName cannot be added, changed or removed after creation"},
 		{"remove bucketName", with(validBucketSpec(), "bucketName", "kept-bucket"), func(s spec) { delete(s, "bucketName") }, "bucketName cannot be added, changed or removed after creation"},
-		{"change objectStoreRef", validBucketSpec(), func(s spec) { s["objectStoreRef"] = map[string]any{"name": "other"} }, "objectStoreRef is immutable"},
+		{"change objectStoreRef without spec.move", validBucketSpec(), func(s spec) { s["objectStoreRef"] = map[string]any{"name": "other"} }, "objectStoreRef can change only with spec.move set"},
+		{"move with an unknown versions mode", validBucketSpec(), func(s spec) {
+			s["objectStoreRef"], s["move"] = map[string]any{"name": "other"}, map[string]any{"versions": "Some"}
+		}, `spec.move.versions: Unsupported value: "Some"`},
 		{"remove objectLock", with(validBucketSpec(), "objectLock", map[string]any{}), func(s spec) { delete(s, "objectLock") }, "objectLock cannot be removed"},
 		{"remove a Compliance retention", with(validBucketSpec(), "objectLock", lock("Compliance", "days", 30)), func(s spec) { s["objectLock"] = map[string]any{} }, "a Compliance default retention cannot be removed, shortened or turned into Governance"},
 		{"shorten a Compliance retention", with(validBucketSpec(), "objectLock", lock("Compliance", "days", 30)), func(s spec) { s["objectLock"] = lock("Compliance", "days", 29) }, "a Compliance default retention cannot be removed"},
@@ -168,6 +171,7 @@ func TestStorageBucketImmutableFields(t *testing.T) {
 		s["versioning"] = "Enabled"
 		s["tags"] = map[string]any{"team": "a"}
 		s["deletionPolicy"] = "Delete"
+		s["objectStoreRef"], s["move"] = map[string]any{"name": "elsewhere"}, map[string]any{"versions": "All"}
 		_ = unstructured.SetNestedMap(obj.Object, s, "spec")
 		if err := k8s.Update(ctx, obj); err != nil {
 			t.Fatalf("updating mutable fields: %v", err)

@@ -40,6 +40,8 @@ func main() {
 	flag.DurationVar(&opts.RenewDeadline, "leader-election-renew-deadline", defaults.RenewDeadline, "How long the leader keeps trying to renew before giving up leadership.")
 	flag.DurationVar(&opts.RetryPeriod, "leader-election-retry-period", defaults.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	flag.StringVar(&opts.Mover, "mover", "", "How moves between stores (spec.move) copy objects: in-process (goroutines of the operator) or none (moves are refused). Default: in-process where --mover-namespace is known.")
+	flag.StringVar(&opts.MoverNamespace, "mover-namespace", "", "Namespace of the moves' checkpoint ConfigMaps (default: --leader-election-namespace, else the pod's namespace).")
 	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags and IAM user names; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
 	flag.IntVar(&opts.Concurrency, "concurrency", defaults.Concurrency, "StorageBuckets reconciled at once, and BucketAccesses.")
 	flag.DurationVar(&opts.SyncInterval, "sync-interval", defaults.SyncInterval, "How often each bucket's configuration is re-read to correct drift.")

@@ -156,10 +156,10 @@ func (e *explainer) explainObject(ctx context.Context, obj client.Object) findin
 	case *bkv1.StorageBucket:
 		f = explainConditions(kindStorageBucket, o, o.Status.Conditions, o.Status.ObservedGeneration)
 		if f.Guardrail != "" {
-			f.Guardrail += " of ObjectStore " + o.Spec.ObjectStoreRef.Name
+			f.Guardrail += " of ObjectStore " + o.HomeStore()
 		}
 		if f.State != remedy.Fine && (storeReasons[f.Reason] || anyReason(f.Also, storeReasons)) {
-			e.addStore(ctx, &f, o.Spec.ObjectStoreRef.Name)
+			e.addStore(ctx, &f, o.HomeStore())
 		}
 	case *bkv1.BucketAccess:
 		f = explainConditions(kindBucketAccess, o, o.Status.Conditions, o.Status.ObservedGeneration)

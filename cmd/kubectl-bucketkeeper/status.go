@@ -140,7 +140,7 @@ func (o *options) storeStatus(ctx context.Context, t target) (*storeStatus, erro
 	}
 	for i := range buckets.Items {
 		sb := &buckets.Items[i]
-		if sb.Spec.ObjectStoreRef.Name != store.Name {
+		if sb.HomeStore() != store.Name {
 			continue
 		}
 		onStore[sb.Namespace+"/"+sb.Name] = true

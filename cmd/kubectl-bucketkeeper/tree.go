@@ -297,7 +297,7 @@ func objectNode(kind, namespace, name string, created *metav1.Time, conds []meta
 }
 
 func (r *reader) storeNode(ctx context.Context, sb *bkv1.StorageBucket) *node {
-	name := sb.Spec.ObjectStoreRef.Name
+	name := sb.HomeStore()
 	store, err := r.store(ctx, name)
 	if err != nil {
 		n := &node{Kind: "ObjectStore", Name: name, Status: "missing"}

@@ -190,3 +190,27 @@ const (
 	// MoverMaxFailures ends a pass once this many keys could not be copied.
 	MoverMaxFailures = 1000
 )
+
+// Defaults of moving a bucket between stores (spec.move), the orchestration around the
+// mover.
+const (
+	// MoveShards is how many shards a move's plan cuts the source into: passes run
+	// them side by side. A small bucket gets fewer (the plan cannot cut it finer).
+	MoveShards = 2
+	// MoveCutoverChanges: a copy pass that copied or deleted at most this many objects
+	// is followed by the cutover, whose final pass copies the rest with writes stopped;
+	// the fewer, the shorter the write pause.
+	MoveCutoverChanges = 100
+	// MoveMaxCatchUpPasses bounds the passes before the cutover: a bucket written
+	// faster than it is copied is cut over anyway after this many, with a longer pause.
+	MoveMaxCatchUpPasses = 20
+	// MovePollInterval is how often a running pass's checkpoints are read for status.
+	MovePollInterval = 2 * time.Second
+	// MoveShareOfBudget: a move's mover spends at most this share of each store's
+	// request budget (spec.requestsPerSecond), so the store's other buckets keep
+	// converging while it runs.
+	MoveShareOfBudget = 0.5
+	// MoveRemovePagesPerPass bounds the pages of versions one pass deletes from the
+	// target bucket of a cancelled move; the next pass goes on.
+	MoveRemovePagesPerPass = 10
+)

@@ -83,6 +83,26 @@ var (
 		Help: "Unix time since when a StorageBucket's deletion policy has been waiting for locked object versions (object lock); absent when it is not.",
 	}, []string{"namespace", "name"})
 
+	// MoveCopiedBytes, MoveCopiedObjects and MoveObjectsLeft follow a bucket's move to
+	// another store while it runs (status.move); MoveWritePause is the write pause of
+	// its last cutover, kept after the move is done.
+	MoveCopiedBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_move_copied_bytes",
+		Help: "Bytes a running move of a StorageBucket's bucket to another store has written to the target, over all its passes.",
+	}, []string{"namespace", "name"})
+	MoveCopiedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_move_copied_objects",
+		Help: "Objects a running move has written to the target, over all its passes.",
+	}, []string{"namespace", "name"})
+	MoveObjectsLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_move_objects_left",
+		Help: "Objects of the source the running pass of a move has not reached yet.",
+	}, []string{"namespace", "name"})
+	MoveWritePause = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_move_last_write_pause_seconds",
+		Help: "How long the last cutover of a StorageBucket's move refused writes: from the source's freeze to the connection Secret naming the target.",
+	}, []string{"namespace", "name"})
+
 	// ReceiverRequests counts the probe webhook's answers by key and status code. The key
 	// label is a namespaced key's id, "*" for the cluster-wide key, or "" when a request
 	// established no key (missing, unknown or malformed headers): what a caller sends
@@ -148,7 +168,8 @@ func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys)
+			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys,
+			MoveCopiedBytes, MoveCopiedObjects, MoveObjectsLeft, MoveWritePause)
 	})
 }
 
@@ -233,4 +254,22 @@ func SetStoreReady(store string, ready *bool) {
 		v = 1
 	}
 	ObjectStoreReady.WithLabelValues(store).Set(v)
+}
+
+// SetMoveProgress records a running move's figures.
+func SetMoveProgress(namespace, name string, copiedBytes, copiedObjects, objectsLeft int64) {
+	MoveCopiedBytes.WithLabelValues(namespace, name).Set(float64(copiedBytes))
+	MoveCopiedObjects.WithLabelValues(namespace, name).Set(float64(copiedObjects))
+	MoveObjectsLeft.WithLabelValues(namespace, name).Set(float64(objectsLeft))
+}
+
+// EndMove drops a move's running figures and, for a move that cut over, records its
+// write pause.
+func EndMove(namespace, name string, pause *time.Duration) {
+	MoveCopiedBytes.DeleteLabelValues(namespace, name)
+	MoveCopiedObjects.DeleteLabelValues(namespace, name)
+	MoveObjectsLeft.DeleteLabelValues(namespace, name)
+	if pause != nil {
+		MoveWritePause.WithLabelValues(namespace, name).Set(pause.Seconds())
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/objectstore"
 	"github.com/bucketkeeper/bucketkeeper/internal/controller/storagebucket"
 	"github.com/bucketkeeper/bucketkeeper/internal/metrics"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/internal/probe"
 	"github.com/bucketkeeper/bucketkeeper/internal/quota"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -309,7 +310,16 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}
+	runner, err := setupMover(mgr, opts)
+	if err != nil {
+		return err
+	}
 	if err := (&storagebucket.Reconciler{
+		Mover: runner,
+		OnMoveProgress: func(ns, name string, m *bkv1.MoveStatus) {
+			metrics.SetMoveProgress(ns, name, m.CopiedBytes, m.CopiedObjects, m.ObjectsLeft)
+		},
+		OnMoveEnd:        metrics.EndMove,
 		Client:           mgr.GetClient(),
 		Recorder:         mgr.GetEventRecorder("bucketkeeper-storagebucket"),
 		Stores:           registry,
@@ -386,4 +396,37 @@ func metricsOptions(opts Options) metricsserver.Options {
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return o
+}
+
+// setupMover builds the runner of moves between stores: the mover in goroutines of
+// this process, its checkpoints in ConfigMaps of the operator's namespace, read and
+// written without a cache (the operator watches no ConfigMaps). nil refuses moves.
+func setupMover(mgr manager.Manager, opts Options) (mover.Runner, error) {
+	if opts.Mover == MoverNone {
+		return nil, nil
+	}
+	ns, err := opts.moverNamespace()
+	if err != nil {
+		if opts.Mover == "" {
+			ctrl.Log.Info("moves between stores are refused: " + err.Error())
+			return nil, nil
+		}
+		return nil, err
+	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("building the movers' client: %w", err)
+	}
+	runner := &mover.InProcess{
+		Checkpoints: &mover.ConfigMapCheckpoints{Client: direct, Namespace: ns},
+		Factory:     opts.S3Factory,
+		Log:         ctrl.Log.WithName("mover"),
+	}
+	// Stopped with the manager; the checkpoints stay for the next leader.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		runner.Close()
+		return nil
+	}))
+	return runner, err
 }

@@ -113,6 +113,14 @@ type Options struct {
 	// request bodies it holds at once, at most 64 KiB each (default 64: 4 MiB).
 	ReceiverMaxConnections int
 
+	// Mover is how moves between stores (spec.move) copy objects: MoverInProcess runs
+	// the mover in goroutines of the operator, MoverNone refuses moves. Empty means
+	// in-process where MoverNamespace can be found, else none.
+	Mover string
+	// MoverNamespace holds the moves' checkpoints, ConfigMaps no tenant can write
+	// (default: LeaderElectionNamespace, else the pod's own namespace).
+	MoverNamespace string
+
 	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
 	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
 	// ticker enqueueing every bucket and writing lastProbeTime on every probe, the
@@ -205,6 +213,11 @@ func (o *Options) setDefaults() {
 
 // validate refuses option values that cannot work, after setDefaults.
 func (o *Options) validate() error {
+	switch o.Mover {
+	case "", MoverInProcess, MoverNone:
+	default:
+		return fmt.Errorf("--mover must be %s or %s, not %q", MoverInProcess, MoverNone, o.Mover)
+	}
 	if o.ShardCount < 1 {
 		return fmt.Errorf("--shard-count must be at least 1, not %d", o.ShardCount)
 	}
@@ -245,6 +258,28 @@ func (o *Options) leaseNamespace() (string, error) {
 	data, err := os.ReadFile(inClusterNamespaceFile)
 	if err != nil {
 		return "", fmt.Errorf("--shard-count above 1 keeps a Lease per store in the operator's namespace: outside a cluster, name it with --leader-election-namespace (%w)", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// The values of Options.Mover.
+const (
+	MoverInProcess = "in-process"
+	MoverNone      = "none"
+)
+
+// moverNamespace is where moves keep their checkpoints: the one named, the
+// leader-election namespace, or the pod's own.
+func (o *Options) moverNamespace() (string, error) {
+	if o.MoverNamespace != "" {
+		return o.MoverNamespace, nil
+	}
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace, nil
+	}
+	data, err := os.ReadFile(inClusterNamespaceFile)
+	if err != nil {
+		return "", fmt.Errorf("moves keep their checkpoints in the operator's namespace: outside a cluster, name it with --mover-namespace (%w)", err)
 	}
 	return strings.TrimSpace(string(data)), nil
 }

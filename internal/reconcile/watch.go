@@ -35,7 +35,7 @@ const (
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
-		return []string{o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}
+		return StoresOfBucket(o.(*bkv1.StorageBucket))
 	}); err != nil {
 		return err
 	}
@@ -107,4 +107,13 @@ func StoresReferencing(ctx context.Context, c client.Reader, secret client.Objec
 		return nil
 	}
 	return list.Items
+}
+
+// StoresOfBucket names the stores a bucket is on: the one it lives on and, while it
+// moves, the one it moves to (or the one its spec names, before it lived anywhere).
+func StoresOfBucket(sb *bkv1.StorageBucket) []string {
+	if home, want := sb.HomeStore(), sb.Spec.ObjectStoreRef.Name; home != want {
+		return []string{home, want}
+	}
+	return []string{sb.Spec.ObjectStoreRef.Name}
 }

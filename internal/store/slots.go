@@ -82,7 +82,7 @@ func (l *SlotLimited) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		// Gone or unreadable: the reconciler reports or forgets it without a store.
 		return l.Inner.Reconcile(ctx, req)
 	}
-	store := sb.Spec.ObjectStoreRef.Name
+	store := sb.HomeStore()
 	// Only counted: read from the cache without the deep copy of every store a List
 	// otherwise makes on each reconcile.
 	stores := &bkv1.ObjectStoreList{}

@@ -69,6 +69,9 @@ var (
 
 const receiverKeysNamespace = "bucketkeeper-receiver-keys"
 
+// moverNamespace holds the checkpoints of the suite's moves between stores.
+const moverNamespace = "bucketkeeper-moves"
+
 // everyStore returns the real S3 servers of the suite, for the tests whose outcome the store's
 // behaviour decides (what a tenant or a key it was handed can do, how keys are issued,
 // rotated and revoked, how a bucket is emptied): they run once on each.
@@ -121,16 +124,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: receiverKeysNamespace}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for _, ns := range []string{receiverKeysNamespace, moverNamespace} {
+		if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A short key grace so rotations finish within a test, and a short collector
 	// interval so revocations the controller missed happen within one.
 	done, err := startManager(ctx, operator.Options{WatchLabelSelector: "!" + isolatedLabel, AccessKeyGrace: 3 * time.Second,
-		AccessCollectInterval: collectInterval})
+		AccessCollectInterval: collectInterval, MoverNamespace: moverNamespace})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

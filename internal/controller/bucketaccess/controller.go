@@ -148,10 +148,10 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		}
 		switch {
 		case storeName == "":
-			storeName = sb.Spec.ObjectStoreRef.Name
-		case sb.Spec.ObjectStoreRef.Name != storeName:
+			storeName = sb.HomeStore()
+		case sb.HomeStore() != storeName:
 			return r.revokeForGoneBucket(ctx, s.ba, reconcile.Terminalf(bkv1.ReasonStoreMismatch,
-				"StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.Spec.ObjectStoreRef.Name))
+				"StorageBuckets %q and %q are on different ObjectStores (%s, %s): one BucketAccess spans one store", s.ba.Spec.Buckets[0].Name, g.Name, storeName, sb.HomeStore()))
 		}
 		if !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
 			if notReady == nil {
@@ -282,7 +282,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ba *bkv1.BucketAccess,
 	if storeName == "" && len(ba.Spec.Buckets) > 0 {
 		sb := &bkv1.StorageBucket{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: ba.Namespace, Name: ba.Spec.Buckets[0].Name}, sb); err == nil {
-			storeName = sb.Spec.ObjectStoreRef.Name
+			storeName = sb.HomeStore()
 		}
 	}
 	store := &bkv1.ObjectStore{}

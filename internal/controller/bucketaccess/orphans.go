@@ -155,8 +155,8 @@ func grantedStore(ba *bkv1.BucketAccess, buckets map[types.NamespacedName]*bkv1.
 		}
 		switch {
 		case store == "":
-			store = sb.Spec.ObjectStoreRef.Name
-		case store != sb.Spec.ObjectStoreRef.Name:
+			store = sb.HomeStore()
+		case store != sb.HomeStore():
 			return ""
 		}
 	}

@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 func bucketUsableChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*bkv1.StorageBucket), e.ObjectNew.(*bkv1.StorageBucket)
-		return o.Status.BucketName != n.Status.BucketName || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		return o.Status.BucketName != n.Status.BucketName || o.HomeStore() != n.HomeStore() || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 			reconcile.ConditionIsTrue(o.Status.Conditions, bkv1.ConditionReady) != reconcile.ConditionIsTrue(n.Status.Conditions, bkv1.ConditionReady) ||
 			guardrailRefusal(o) != guardrailRefusal(n)
 	}}

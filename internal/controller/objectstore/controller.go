@@ -116,6 +116,12 @@ func (r *Reconciler) storesOfSecret(ctx context.Context, o client.Object) []ctrl
 	return out
 }
 
+// storeOfBucket wakes the store a bucket lives on and, while it moves, the store it
+// moves to.
 func storeOfBucket(_ context.Context, o client.Object) []ctrl.Request {
-	return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.(*bkv1.StorageBucket).Spec.ObjectStoreRef.Name}}}
+	var out []ctrl.Request
+	for _, name := range reconcile.StoresOfBucket(o.(*bkv1.StorageBucket)) {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
 }

@@ -229,6 +229,7 @@ func (r *Reconciler) tagOwner(ctx context.Context, scope *bucketScope, existing 
 // its reason, so steady-state reconciles leave the status unchanged.
 func (r *Reconciler) provisioned(scope *bucketScope, reason, format string) {
 	sb := scope.sb
+	sb.Status.ObjectStore = scope.store.Name // where it lives: only a move changes it
 	sb.Status.BucketName = scope.bucket
 	sb.Status.Region = scope.region
 	sb.Status.Endpoint = stores.Endpoint(scope.store, scope.region)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -55,6 +56,14 @@ type Reconciler struct {
 	// Prober runs and schedules health probes; nil disables probing.
 	Prober *Prober
 
+	// Mover runs the passes of moves between stores (spec.move); nil refuses moves.
+	Mover mover.Runner
+	// OnMoveProgress is told a running move's status after each look at its mover,
+	// OnMoveEnd its end and, for one that cut over, its write pause (metrics); may be
+	// nil.
+	OnMoveProgress func(namespace, name string, m *bkv1.MoveStatus)
+	OnMoveEnd      func(namespace, name string, pause *time.Duration)
+
 	// OnDeletionBlocked is told when a StorageBucket's deletion starts waiting for
 	// locked object versions, and (nil since) when it stops (metrics); may be nil.
 	OnDeletionBlocked func(key types.NamespacedName, since *time.Time)
@@ -67,6 +76,8 @@ type Reconciler struct {
 	creates createMemo
 	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
 	blocked sync.Map
+	// moveTargets: the target bucket each move (by ID) found ready in this process.
+	moveTargets sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -175,6 +186,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 	}{
 		{bkv1.ConditionProvisioned, "checking the ObjectStore", r.reconcileStore},
 		{bkv1.ConditionReady, "checking the ObjectStore's guardrails", r.reconcileGuardrails},
+		{bkv1.ConditionReady, "holding the writes of a bucket that cuts over to another store", r.holdWritesForMove},
 		{bkv1.ConditionReady, "deciding whether the bucket is due a sync", r.decideSync},
 		{bkv1.ConditionProvisioned, "provisioning the bucket", r.reconcileBucket},
 		{bkv1.ConditionConfigured, "configuring the bucket", r.reconcileConfiguration},
@@ -197,6 +209,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
 	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
+	if failure == nil && moving(sb) {
+		// Only a bucket reconciled in full on its home store moves (move.go).
+		step := r.reconcileMove(ctx, scope)
+		r.reportMove(sb, step)
+		if step.requeue > 0 && step.requeue < result.RequeueAfter {
+			result.RequeueAfter = step.requeue
+		}
+	}
 	r.rememberPass(scope, patcher, failure)
 	if probeRequeue > 0 && (result.RequeueAfter == 0 || probeRequeue < result.RequeueAfter) {
 		result.RequeueAfter = probeRequeue

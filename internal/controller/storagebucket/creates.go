@@ -113,6 +113,8 @@ func deletionCopy(sb *bkv1.StorageBucket) *bkv1.StorageBucket {
 	}
 	c.Spec.ObjectStoreRef, c.Spec.BucketName, c.Spec.Region, c.Spec.DeletionPolicy = sb.Spec.ObjectStoreRef, sb.Spec.BucketName, sb.Spec.Region, sb.Spec.DeletionPolicy
 	c.Status.BucketName, c.Status.Region, c.Status.CreateIntent = sb.Status.BucketName, sb.Status.Region, sb.Status.CreateIntent.DeepCopy()
+	c.Status.ObjectStore, c.Status.Move = sb.Status.ObjectStore, sb.Status.Move.DeepCopy()
+	c.Spec.Move = sb.Spec.Move.DeepCopy()
 	controllerutil.AddFinalizer(c, bkv1.Finalizer)
 	return c
 }

@@ -32,6 +32,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket
 	}
 	r.synced.forget(client.ObjectKeyFromObject(sb))
 
+	if dropped, err := r.dropUnfinishedMove(ctx, sb); err != nil || !dropped {
+		if err != nil {
+			r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "undoing the bucket's unfinished move"), abandonHint)
+		}
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	done, retryIn, err := r.deleteExternal(ctx, sb, patcher)
 	if err != nil {
 		se := reconcile.AsStepError(err, "carrying out the deletion policy")
@@ -104,7 +110,7 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 	}
 	known := knownBucket(sb)
 	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.HomeStore()}, store); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, 0, err
 		}
@@ -112,11 +118,11 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 			// Nothing was made, or nothing was to be deleted; and with the store gone
 			// there is no one left to ask.
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketNotReleased, "Delete", "ObjectStore %s is gone: bucket %s, if any, was left as it is",
-				sb.Spec.ObjectStoreRef.Name, cmp.Or(known, "(none recorded)"))
+				sb.HomeStore(), cmp.Or(known, "(none recorded)"))
 			return true, 0, nil
 		}
 		return false, 0, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q is gone, so bucket %q cannot be %s; recreate the store",
-			sb.Spec.ObjectStoreRef.Name, known, deletionVerb(sb.Spec.DeletionPolicy))
+			sb.HomeStore(), known, deletionVerb(sb.Spec.DeletionPolicy))
 	}
 	bucket := known
 	if bucket == "" {

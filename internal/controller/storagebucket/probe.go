@@ -171,7 +171,7 @@ func (r *Reconciler) reconcileAvailability(ctx context.Context, scope *bucketSco
 		// Known from the store's health check (no client) or from a step of this pass:
 		// either way the bucket's availability is unknown until the store answers.
 		r.recordProbe(patcher, sb, probeResult{status: metav1.ConditionUnknown, reason: bkv1.ReasonStoreUnreachable,
-			message: fmt.Sprintf("ObjectStore %q is unreachable; the bucket is probed again when it is back", sb.Spec.ObjectStoreRef.Name)}, p.Clock.Now(), false)
+			message: fmt.Sprintf("ObjectStore %q is unreachable; the bucket is probed again when it is back", sb.HomeStore())}, p.Clock.Now(), false)
 		if scope.store != nil {
 			r.Stores.RequestCheck(scope.store.Name)
 		}

@@ -99,7 +99,7 @@ func (r *Reconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patc
 	}
 	key := client.ObjectKeyFromObject(sb)
 	rec, ok := r.passes.get(key)
-	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) {
+	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || moving(sb) {
 		return ctrl.Result{}, false
 	}
 	if requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]; requested != "" && requested != sb.Status.LastHandledProbeRequest {
@@ -123,7 +123,7 @@ func (r *Reconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patc
 // unchangedScope reads, from the cache, the store and the children a full pass would
 // read, and builds the scope of a probe when all are as rec says.
 func (r *Reconciler) unchangedScope(ctx context.Context, sb *bkv1.StorageBucket, rec passRecord) (*bucketScope, bool) {
-	store, err := r.usableStore(ctx, sb)
+	store, err := r.usableStore(ctx, sb, sb.HomeStore())
 	if err != nil || store.UID != rec.store || store.Generation != rec.storeGeneration {
 		return nil, false
 	}

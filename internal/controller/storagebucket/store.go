@@ -21,7 +21,7 @@ import (
 // it is healthy, and picks the bucket name and region.
 func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
-	store, err := r.usableStore(ctx, sb)
+	store, err := r.usableStore(ctx, sb, sb.HomeStore())
 	if err != nil {
 		return err
 	}
@@ -42,11 +42,11 @@ func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) err
 // usableStore reads the bucket's ObjectStore from the cache and checks that it may be
 // used now: it exists, is not being deleted, admits the namespace and is healthy. The
 // full pass (reconcileStore) and the probe's short cut (unchangedScope) both start here.
-func (r *Reconciler) usableStore(ctx context.Context, sb *bkv1.StorageBucket) (*bkv1.ObjectStore, error) {
+func (r *Reconciler) usableStore(ctx context.Context, sb *bkv1.StorageBucket, name string) (*bkv1.ObjectStore, error) {
 	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, store); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", sb.Spec.ObjectStoreRef.Name)
+			return nil, reconcile.Terminalf(bkv1.ReasonObjectStoreNotFound, "ObjectStore %q does not exist", name)
 		}
 		return nil, err
 	}

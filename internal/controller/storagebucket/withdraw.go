@@ -27,7 +27,7 @@ import (
 func (r *Reconciler) checkSuspended(ctx context.Context, scope *bucketScope) (ctrl.Result, error) {
 	sb := scope.sb
 	store := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sb.Spec.ObjectStoreRef.Name}, store); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Name: sb.HomeStore()}, store); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // no store: nothing is served, nothing to check
 	}
 	scope.store, scope.bucket = store, bucketNameFor(sb, store)

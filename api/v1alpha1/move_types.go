@@ -1,0 +1,157 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MoveSpec lets spec.objectStoreRef change: the bucket is moved, with its objects, to
+// the store it then names. Without it objectStoreRef is immutable, so that a typo in a
+// store's name never starts copying a bucket. The move is level-triggered: the store
+// the bucket lives on now is status.objectStore, the one it should live on is
+// spec.objectStoreRef, and while they differ the operator moves the bucket; setting
+// objectStoreRef back before the cutover cancels the move (docs/moving.md).
+type MoveSpec struct {
+	// Versions says what is copied of each key: Current (default) its current version;
+	// All every version and delete marker, oldest first (the target gets versioning
+	// Enabled).
+	// +optional
+	// +kubebuilder:default=Current
+	// +kubebuilder:validation:Enum=Current;All
+	Versions MoveVersions `json:"versions,omitempty"`
+}
+
+// MoveVersions says which versions of each key a move copies.
+type MoveVersions string
+
+// The versions a move copies.
+const (
+	MoveVersionsCurrent MoveVersions = "Current"
+	MoveVersionsAll     MoveVersions = "All"
+)
+
+// MovePhase is where a move is.
+type MovePhase string
+
+// The phases of a move, in order. A move that was cancelled ends Aborted.
+const (
+	// MovePlanning: the source is listed once for its size and its shards.
+	MovePlanning MovePhase = "Planning"
+	// MoveCopying: the first pass copies every object.
+	MoveCopying MovePhase = "Copying"
+	// MoveCatchingUp: further passes copy what the applications changed meanwhile,
+	// until a pass has little left to do.
+	MoveCatchingUp MovePhase = "CatchingUp"
+	// MoveCuttingOver: writes to the source are stopped (a bucket policy denying
+	// them), a final pass copies the last changes and verifies both sides equal.
+	MoveCuttingOver MovePhase = "CuttingOver"
+	// MoveSwitching: the bucket lives on the target (status.objectStore); the
+	// connection Secret and every BucketAccess switch to it.
+	MoveSwitching MovePhase = "Switching"
+	// MoveDone: the bucket is on the target, verified, its Secrets point there; the
+	// source bucket is kept, frozen and tagged as moved.
+	MoveDone MovePhase = "Done"
+	// MoveAborted: the move was cancelled before the cutover; the target bucket was
+	// removed and the source is as it was.
+	MoveAborted MovePhase = "Aborted"
+)
+
+// MoveStatus is the state of a bucket's last move, read from the stores and the
+// mover's checkpoints on every pass.
+type MoveStatus struct {
+	// ID names the move's checkpoints (ConfigMaps in the operator's namespace).
+	ID string `json:"id"`
+	// From and To are the ObjectStores the bucket moves between.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Phase is where the move is.
+	Phase MovePhase `json:"phase"`
+	// Pass numbers the mover's passes from 1 (the plan).
+	Pass int32 `json:"pass"`
+	// Boundaries split the source's key space into the shards the passes run as.
+	// +optional
+	// +kubebuilder:validation:MaxItems=63
+	Boundaries []string `json:"boundaries,omitempty"`
+	// TotalObjects and TotalBytes are the source's size as the plan listed it.
+	// +optional
+	TotalObjects int64 `json:"totalObjects,omitempty"`
+	// +optional
+	TotalBytes int64 `json:"totalBytes,omitempty"`
+	// CopiedObjects and CopiedBytes are what every pass has written to the target.
+	// +optional
+	CopiedObjects int64 `json:"copiedObjects,omitempty"`
+	// +optional
+	CopiedBytes int64 `json:"copiedBytes,omitempty"`
+	// ObjectsLeft is what the running pass has not reached yet, as the plan counts.
+	// +optional
+	ObjectsLeft int64 `json:"objectsLeft,omitempty"`
+	// BytesPerSecond is the running pass's copy rate; Remaining the time it has left
+	// at that rate.
+	// +optional
+	BytesPerSecond int64 `json:"bytesPerSecond,omitempty"`
+	// +optional
+	Remaining *metav1.Duration `json:"remaining,omitempty"`
+	// LastPassChanges is what the last finished pass copied or deleted: the move cuts
+	// over once it is small.
+	// +optional
+	LastPassChanges *int64 `json:"lastPassChanges,omitempty"`
+	// StartedAt is when the move started; FrozenAt when the source's writes were
+	// stopped; SwitchedAt when the bucket's home became the target.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	FrozenAt *metav1.Time `json:"frozenAt,omitempty"`
+	// +optional
+	SwitchedAt *metav1.Time `json:"switchedAt,omitempty"`
+	// WritePause is how long writes were refused: from the freeze to the connection
+	// Secret naming the target.
+	// +optional
+	WritePause *metav1.Duration `json:"writePause,omitempty"`
+	// TargetBucket is the bucket the move creates (or created) on the target,
+	// recorded before CreateBucket is sent: what proves an untagged bucket there is
+	// this move's own work after a crash.
+	// +optional
+	TargetBucket string `json:"targetBucket,omitempty"`
+	// Message says what the move does or waits for, in words.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Terminal says whether the move ended (Done or Aborted).
+func (m *MoveStatus) Terminal() bool {
+	return m == nil || m.Phase == MoveDone || m.Phase == MoveAborted
+}
+
+// HomeStore is the ObjectStore the bucket lives on now: status.objectStore once the
+// operator recorded it, else spec.objectStoreRef. It differs from spec.objectStoreRef
+// only while the bucket moves.
+func (sb *StorageBucket) HomeStore() string {
+	if sb.Status.ObjectStore != "" {
+		return sb.Status.ObjectStore
+	}
+	return sb.Spec.ObjectStoreRef.Name
+}
+
+// MoveGuardrails let a store's admin forbid moves into or out of a store.
+type MoveGuardrails struct {
+	// Into: Allowed (default) lets a claim whose namespace may use this store move
+	// its bucket here; Forbidden refuses (MoveNotAllowed) before anything is created.
+	// +optional
+	// +kubebuilder:default=Allowed
+	// +kubebuilder:validation:Enum=Allowed;Forbidden
+	Into MovePermission `json:"into,omitempty"`
+	// OutOf: Allowed (default) lets a claim move its bucket from this store to
+	// another; Forbidden refuses (MoveNotAllowed).
+	// +optional
+	// +kubebuilder:default=Allowed
+	// +kubebuilder:validation:Enum=Allowed;Forbidden
+	OutOf MovePermission `json:"outOf,omitempty"`
+}
+
+// MovePermission allows or forbids moves.
+type MovePermission string
+
+// The move permissions.
+const (
+	MoveAllowed   MovePermission = "Allowed"
+	MoveForbidden MovePermission = "Forbidden"
+)

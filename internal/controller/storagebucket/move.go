@@ -1,0 +1,335 @@
+package storagebucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;update;delete,namespace=bucketkeeper-system
+
+// A move takes a bucket from the store it lives on (status.objectStore, the home) to
+// the one spec.objectStoreRef names, while its applications keep using it. The
+// reconcile loop only orchestrates: the mover (mover.Runner) copies, and every pass
+// here reads where the move is from status.move and the mover's checkpoints, never from
+// the event that woke it, so a restarted operator carries on where the last one was:
+//
+//	Planning     the source is listed once: its size (checked against the target's
+//	             quota before anything is created there) and the shards' boundaries.
+//	Copying      the target bucket is created, tagged as this claim's and configured
+//	             for versions; the first copy pass runs.
+//	CatchingUp   further passes copy what the applications changed meanwhile, until
+//	             a pass finds at most MoveCutoverChanges changes.
+//	CuttingOver  the source's object writes are denied by its bucket policy (every
+//	             key, the claim's and its BucketAccesses'); a final pass copies the
+//	             last changes and verifies both listings equal.
+//	Switching    status.objectStore names the target: the next pass provisions,
+//	             configures and writes the connection Secret for it, and every
+//	             BucketAccess moves its identity there (new key, old one revoked).
+//	Done         the source is tagged as moved and stays frozen; the checkpoints go.
+//
+// Setting spec.objectStoreRef back before Switching aborts: the mover stops, the
+// source's writes are allowed again, the target bucket is emptied and deleted.
+
+// moveStep is what one pass of a move decided: when to look again, and whether it is
+// refused or stuck (a condition of its own, which leaves Ready alone: the bucket still
+// serves from its home while the move cannot go on).
+type moveStep struct {
+	requeue time.Duration
+	err     *reconcile.StepError
+}
+
+// moving says whether the claim wants its bucket on another store, or a move of it is
+// unfinished.
+func moving(sb *bkv1.StorageBucket) bool {
+	return sb.Spec.ObjectStoreRef.Name != sb.HomeStore() || !sb.Status.Move.Terminal()
+}
+
+// reconcileMove runs after the bucket was reconciled on its home store: the pass that
+// moves it there is visible here, phase by phase.
+func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) moveStep {
+	sb := scope.sb
+	home, want := scope.store.Name, sb.Spec.ObjectStoreRef.Name
+	m := sb.Status.Move
+	switch {
+	case m != nil && m.Phase == bkv1.MoveSwitching && home == m.To:
+		return r.finishMove(ctx, scope)
+	case home == want && m.Terminal():
+		return moveStep{}
+	case !m.Terminal() && (home == want || m.To != want):
+		return r.abortMove(ctx, scope, fmt.Sprintf("spec.objectStoreRef names %s now", want))
+	}
+	if r.Mover == nil {
+		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "this operator runs without a mover (--mover): it cannot move buckets between stores")}
+	}
+	if m.Terminal() {
+		m = r.startMove(sb, home, want)
+	}
+	target, err := r.moveTarget(ctx, scope, m)
+	if err != nil {
+		return moveFailed(m, err)
+	}
+	switch m.Phase {
+	case bkv1.MovePlanning:
+		return r.planMove(ctx, scope, target, m)
+	case bkv1.MoveCopying, bkv1.MoveCatchingUp:
+		return r.copyPass(ctx, scope, target, m)
+	case bkv1.MoveCuttingOver:
+		return r.finalPass(ctx, scope, target, m)
+	}
+	return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveFailed, "status.move has an unknown phase %q", m.Phase)}
+}
+
+// startMove records a new move in status: its ID names its checkpoints.
+func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.MoveStatus {
+	attempt := 1
+	if old := sb.Status.Move; old != nil {
+		if _, n, ok := strings.Cut(old.ID, "-"); ok {
+			attempt, _ = strconv.Atoi(n)
+			attempt++
+		}
+	}
+	now := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
+	m := &bkv1.MoveStatus{
+		ID:   strings.ReplaceAll(string(sb.UID), "-", "") + "-" + strconv.Itoa(attempt%1000),
+		From: from, To: to, Phase: bkv1.MovePlanning, Pass: 1, StartedAt: &now,
+		Message: "listing the source",
+	}
+	sb.Status.Move = m
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "moving bucket %s from ObjectStore %s to %s", sb.Status.BucketName, from, to)
+	return m
+}
+
+// planMove runs the plan pass, then refuses a move whose data the target's quota
+// cannot take, before anything is created there.
+func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
+	p, done, err := r.runPass(ctx, scope, t, m, mover.ModePlan)
+	if err != nil || !done {
+		return moveWait(m, err)
+	}
+	if p.Plan == nil {
+		return moveWait(m, errors.New("the plan pass ended without a plan"))
+	}
+	m.TotalObjects, m.TotalBytes, m.Boundaries = p.Plan.Objects, p.Plan.Bytes, p.Plan.Boundaries
+	if limits, _, _ := desiredQuota(scope.sb, t.store); (limits.MaxBytes > 0 && m.TotalBytes > limits.MaxBytes) || (limits.MaxObjects > 0 && m.TotalObjects > limits.MaxObjects) {
+		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "the bucket holds %d objects of %d bytes, more than the quota ObjectStore %q would set (%s); nothing was created there",
+			m.TotalObjects, m.TotalBytes, t.store.Name, limits)}
+	}
+	m.Phase, m.Pass, m.Message = bkv1.MoveCopying, 2, "copying every object"
+	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "copying %d objects (%d bytes) to ObjectStore %s in %d shards", m.TotalObjects, m.TotalBytes, m.To, len(m.Boundaries)+1)
+	return moveStep{requeue: time.Millisecond}
+}
+
+// copyPass runs copy passes until one finds little to do, then freezes the source.
+func (r *Reconciler) copyPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
+	if err := r.ensureMoveTarget(ctx, scope, t, m); err != nil {
+		return moveFailed(m, err)
+	}
+	p, done, err := r.runPass(ctx, scope, t, m, mover.ModeCopy)
+	if err != nil || !done {
+		return moveWait(m, err)
+	}
+	changes := p.Counts.Changes()
+	m.LastPassChanges = &changes
+	if p.Failures.Count > 0 {
+		m.Pass++ // the next pass tries them again
+		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
+			"%d objects could not be copied to ObjectStore %q, so the move cannot cut over: %s", p.Failures.Count, m.To, p.Failures)}
+	}
+	m.Pass++
+	if changes > defaults.MoveCutoverChanges && m.Pass < defaults.MoveMaxCatchUpPasses {
+		m.Phase, m.Message = bkv1.MoveCatchingUp, fmt.Sprintf("the last pass copied or deleted %d objects; copying what changed since", changes)
+		return moveStep{requeue: time.Millisecond}
+	}
+	// The freeze itself is the first step of the next pass (holdWritesForMove), so
+	// that the configuration step keeps it in place rather than undoing it.
+	m.Phase, m.Message = bkv1.MoveCuttingOver, "stopping the source's writes for the final pass"
+	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "cutting over to ObjectStore %s: the last pass changed %d objects; the source's writes stop for the final pass", m.To, changes)
+	return moveStep{requeue: time.Millisecond}
+}
+
+// finalPass copies the last changes of a frozen source and verifies both sides; only
+// a verified pass switches the bucket's home.
+func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
+	if m.FrozenAt == nil {
+		if err := r.freezeSource(ctx, scope); err != nil {
+			return moveWait(m, err)
+		}
+		now := metav1.NewTime(r.Clock.Now())
+		m.FrozenAt = &now
+	}
+	p, done, err := r.runPass(ctx, scope, t, m, mover.ModeFinal)
+	if err != nil || !done {
+		return moveWait(m, err)
+	}
+	if p.Failures.Count > 0 {
+		// Objects the target refuses will not copy in seconds: writes come back while
+		// the claim's owner sees to them.
+		if err := r.thawSource(ctx, scope); err != nil {
+			return moveWait(m, err)
+		}
+		m.FrozenAt, m.Phase, m.Pass = nil, bkv1.MoveCatchingUp, m.Pass+1
+		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
+			"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
+	}
+	if !p.Verified {
+		m.Pass++
+		m.Message = fmt.Sprintf("the final pass found %d keys unequal (%s); verifying again", p.Differences.Count, p.Differences)
+		return moveStep{requeue: time.Millisecond}
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	scope.sb.Status.ObjectStore = m.To
+	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
+	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)
+	return moveStep{requeue: time.Millisecond}
+}
+
+// finishMove runs in the first pass that reconciled the bucket on its new home, its
+// connection Secret included: the source, frozen since the cutover, is tagged as
+// moved, the checkpoints go, and the write pause is known.
+func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveStep {
+	sb, m := scope.sb, scope.sb.Status.Move
+	if err := r.markSourceMoved(ctx, scope, m); err != nil {
+		return moveWait(m, err)
+	}
+	if err := r.Mover.Forget(ctx, m.ID); err != nil {
+		return moveWait(m, err)
+	}
+	var pause *time.Duration
+	if m.FrozenAt != nil {
+		m.WritePause = &metav1.Duration{Duration: r.Clock.Now().Sub(m.FrozenAt.Time).Round(time.Millisecond)}
+		pause = &m.WritePause.Duration
+	}
+	if r.OnMoveEnd != nil {
+		r.OnMoveEnd(sb.Namespace, sb.Name, pause)
+	}
+	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
+	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From)
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "bucket %s moved from ObjectStore %s to %s; writes paused %s", sb.Status.BucketName, m.From, m.To, m.WritePause)
+	return moveStep{}
+}
+
+// abortMove undoes an unfinished move: the mover stops and forgets, the source takes
+// writes again, the target bucket is emptied and deleted.
+func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why string) moveStep {
+	sb, m := scope.sb, scope.sb.Status.Move
+	if r.Mover != nil {
+		if err := r.Mover.Forget(ctx, m.ID); err != nil {
+			return moveWait(m, err)
+		}
+	}
+	if m.FrozenAt != nil {
+		if err := r.thawSource(ctx, scope); err != nil {
+			return moveWait(m, err)
+		}
+		m.FrozenAt = nil
+	}
+	done, err := r.removeMoveTarget(ctx, sb, m)
+	if err != nil || !done {
+		return moveWait(m, err)
+	}
+	if r.OnMoveEnd != nil {
+		r.OnMoveEnd(sb.Namespace, sb.Name, nil)
+	}
+	m.Phase, m.Message = bkv1.MoveAborted, "cancelled ("+why+"): the target bucket was removed, the source is as it was"
+	m.ObjectsLeft, m.BytesPerSecond, m.Remaining = 0, 0, nil
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoveAborted, "Move", "move to ObjectStore %s cancelled: %s; the target bucket was removed", m.To, why)
+	return moveStep{requeue: time.Millisecond}
+}
+
+// runPass starts the move's current pass on the mover (a no-op when it runs already)
+// and reads its progress into status.
+func (r *Reconciler) runPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus, mode mover.Mode) (mover.Progress, bool, error) {
+	move, err := r.moverPass(ctx, scope, t, m, mode)
+	if err != nil {
+		return mover.Progress{}, false, err
+	}
+	if err := r.Mover.Start(ctx, move); err != nil {
+		return mover.Progress{}, false, err
+	}
+	shards := move.Spec.RunShards()
+	p, err := r.Mover.Progress(ctx, m.ID, int(m.Pass), shards)
+	if err != nil {
+		return p, false, err
+	}
+	recordProgress(m, p)
+	if r.OnMoveProgress != nil {
+		r.OnMoveProgress(scope.sb.Namespace, scope.sb.Name, m)
+	}
+	return p, p.Done >= shards, nil
+}
+
+// recordProgress writes a pass's figures into status.move.
+func recordProgress(m *bkv1.MoveStatus, p mover.Progress) {
+	m.CopiedObjects, m.CopiedBytes = p.Moved.Objects, p.Moved.Bytes
+	m.BytesPerSecond = int64(p.BytesPerSecond)
+	m.Remaining = nil
+	if p.Remaining > 0 {
+		m.Remaining = &metav1.Duration{Duration: p.Remaining.Round(time.Second)}
+	}
+	total := max(m.TotalObjects, p.Counts.ListedObjects)
+	m.ObjectsLeft = max(0, total-p.Counts.ListedObjects)
+	if p.Done == p.Shards {
+		m.ObjectsLeft = 0
+	}
+	if len(p.Errors) > 0 {
+		m.Message = "the mover retries after: " + p.Errors[0]
+	}
+}
+
+// moveWait keeps the move where it is and looks again soon: the mover runs, or a
+// call failed in a way a retry can fix.
+func moveWait(m *bkv1.MoveStatus, err error) moveStep {
+	if err == nil {
+		return moveStep{requeue: defaults.MovePollInterval}
+	}
+	se := reconcile.AsStepError(err, "moving the bucket")
+	if se.Terminal {
+		return moveStep{requeue: defaults.MovePollInterval, err: se}
+	}
+	m.Message = "retrying: " + se.Message
+	return moveStep{requeue: defaults.MovePollInterval}
+}
+
+// moveFailed is moveWait for the target's checks, whose refusals are MoveNotAllowed.
+func moveFailed(m *bkv1.MoveStatus, err error) moveStep {
+	step := moveWait(m, err)
+	if step.err != nil && step.err.Reason != bkv1.ReasonMoveNotAllowed && step.err.Reason != bkv1.ReasonMoveFailed {
+		step.err = reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "%s (%s)", step.err.Message, step.err.Reason)
+	}
+	return step
+}
+
+// reportMove sets the conditions a move adds to the pass's verdict: Reconciling=True
+// (Moving) while it runs, Stalled=True when it is refused or stuck. Ready keeps the
+// bucket's own verdict: it serves from its home store while the move waits.
+func (r *Reconciler) reportMove(sb *bkv1.StorageBucket, step moveStep) {
+	conds, gen := &sb.Status.Conditions, sb.Generation
+	m := sb.Status.Move
+	switch {
+	case step.err != nil:
+		reconcile.SetCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, step.err.Reason, step.err.Message)
+		reconcile.RemoveCondition(conds, bkv1.ConditionReconciling)
+		if m != nil {
+			m.Message = step.err.Message
+		}
+	case moving(sb):
+		msg := "moving the bucket to ObjectStore " + sb.Spec.ObjectStoreRef.Name
+		if m != nil {
+			msg = fmt.Sprintf("%s: %s", m.Phase, m.Message)
+		}
+		reconcile.SetCondition(conds, gen, bkv1.ConditionReconciling, metav1.ConditionTrue, bkv1.ReasonMoving, msg)
+		reconcile.RemoveCondition(conds, bkv1.ConditionStalled)
+	}
+}

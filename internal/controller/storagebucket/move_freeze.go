@@ -1,0 +1,182 @@
+package storagebucket
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// The cutover stops the source's writes with a statement of its bucket policy that
+// denies every principal the object writes (MoveFreezeSid). A bucket policy, not the
+// keys' IAM policies: it is one call, it holds for every key at once (the connection
+// Secret's application credentials, every BucketAccess's key or role, keys issued
+// while it is in place), and the stores hold even the bucket's owner to an explicit
+// Deny, so nothing writes around it. Reads go on, so applications keep serving.
+
+// freezeActions are the object writes the freeze denies: PutObject covers
+// CreateMultipartUpload, UploadPart and CompleteMultipartUpload.
+var freezeActions = []string{
+	"s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload",
+	"s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold",
+}
+
+// holdWritesForMove keeps the freeze in the policy the configuration step applies to
+// the home bucket while its move cuts over, so that correcting drift never lifts it.
+// A bucket whose policy the operator does not manage (an adopted bucket with none in
+// the spec and none set before: its own policy is left as it is) is left to the freeze
+// the move puts and lifts itself.
+func (r *Reconciler) holdWritesForMove(_ context.Context, scope *bucketScope) error {
+	sb, m := scope.sb, scope.sb.Status.Move
+	if m == nil || m.Phase != bkv1.MoveCuttingOver || m.From != scope.store.Name {
+		return nil
+	}
+	managed := managedConfigOf(sb, scope.bucket)
+	if scope.policy == "" && !managed.exclusive && !managed.applied.Policy {
+		return nil
+	}
+	doc, err := withFreeze(scope.policy, scope.bucket)
+	if err != nil {
+		return err
+	}
+	scope.policy = doc
+	return nil
+}
+
+// freezeSource adds the freeze to the source bucket's policy as the store has it.
+func (r *Reconciler) freezeSource(ctx context.Context, scope *bucketScope) error {
+	current, err := scope.s3.GetBucketPolicy(ctx, scope.bucket)
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to stop its writes", scope.bucket))
+	}
+	doc, err := withFreeze(current, scope.bucket)
+	if err != nil {
+		return err
+	}
+	if err := scope.s3.PutBucketPolicy(ctx, scope.bucket, doc); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("stopping the writes of bucket %q for the cutover", scope.bucket))
+	}
+	return nil
+}
+
+// thawSource removes the freeze from the source bucket's policy, leaving the rest.
+func (r *Reconciler) thawSource(ctx context.Context, scope *bucketScope) error {
+	current, err := scope.s3.GetBucketPolicy(ctx, scope.bucket)
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to allow its writes again", scope.bucket))
+	}
+	doc, empty, err := withoutFreeze(current)
+	if err != nil {
+		return err
+	}
+	switch {
+	case doc == current:
+		return nil
+	case empty:
+		err = scope.s3.DeleteBucketPolicy(ctx, scope.bucket)
+	default:
+		err = scope.s3.PutBucketPolicy(ctx, scope.bucket, doc)
+	}
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("allowing the writes of bucket %q again", scope.bucket))
+	}
+	return nil
+}
+
+// markSourceMoved tags the bucket left on the source store with where it went. Its
+// freeze stays: no key writes to it again.
+func (r *Reconciler) markSourceMoved(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) error {
+	source := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: m.From}, source); err != nil {
+		return err
+	}
+	c, _, err := r.bucketClient(ctx, scope.sb, source)
+	if err != nil {
+		return err
+	}
+	tags, err := c.GetBucketTagging(ctx, scope.bucket)
+	if s3.KindOf(err) == s3.KindNotFound {
+		return nil // removed by someone since: nothing to mark
+	}
+	if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of the source bucket %q", scope.bucket))
+	}
+	want := m.To + "/" + scope.bucket
+	if tags[bkv1.TagMovedTo] == want {
+		return nil
+	}
+	tags = maps.Clone(tags)
+	tags[bkv1.TagMovedTo] = want
+	if err := c.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("tagging the source bucket %q as moved", scope.bucket))
+	}
+	return nil
+}
+
+// policyDoc is a bucket policy read loosely: only the statements are looked at, and
+// every other key is kept as it was.
+type policyDoc map[string]any
+
+func parsePolicyDoc(doc string) (policyDoc, []any, error) {
+	p := policyDoc{}
+	if doc == "" {
+		return policyDoc{"Version": "2012-10-17"}, nil, nil
+	}
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
+		return nil, nil, reconcile.Terminalf(bkv1.ReasonConfigFailed, "the bucket's policy is not JSON the move can add its freeze to: %v", err)
+	}
+	var statements []any
+	switch st := p["Statement"].(type) {
+	case []any:
+		statements = st
+	case map[string]any:
+		statements = []any{st}
+	}
+	return p, statements, nil
+}
+
+func isFreeze(st any) bool {
+	m, ok := st.(map[string]any)
+	return ok && m["Sid"] == bkv1.MoveFreezeSid
+}
+
+// withFreeze is doc with the freeze statement for bucket, once.
+func withFreeze(doc, bucket string) (string, error) {
+	p, statements, err := parsePolicyDoc(doc)
+	if err != nil {
+		return "", err
+	}
+	statements = slices.DeleteFunc(statements, isFreeze)
+	statements = append(statements, map[string]any{
+		"Sid": bkv1.MoveFreezeSid, "Effect": "Deny", "Principal": "*",
+		"Action": freezeActions, "Resource": []string{"arn:aws:s3:::" + bucket + "/*"},
+	})
+	p["Statement"] = statements
+	out, err := json.Marshal(p)
+	return string(out), err
+}
+
+// withoutFreeze is doc without the freeze statement; empty says no statement is left.
+func withoutFreeze(doc string) (string, bool, error) {
+	if doc == "" {
+		return "", true, nil
+	}
+	p, statements, err := parsePolicyDoc(doc)
+	if err != nil {
+		return "", false, err
+	}
+	kept := slices.DeleteFunc(slices.Clone(statements), isFreeze)
+	if len(kept) == len(statements) {
+		return doc, false, nil
+	}
+	p["Statement"] = kept
+	out, err := json.Marshal(p)
+	return string(out), len(kept) == 0, err
+}

@@ -1,0 +1,258 @@
+package storagebucket
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// moveTargetScope is the target of a move: its store, a client of it, and the bucket
+// there (the same name as on the source: the claim's bucket keeps its name).
+type moveTargetScope struct {
+	store  *bkv1.ObjectStore
+	s3     s3.Client
+	bucket string
+	region string
+}
+
+// moveTarget checks that the move may go where the spec says, with the target store's
+// guardrails in full, as for a new bucket there, and the source's say on moves out.
+// Nothing is sent to either store.
+func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) (*moveTargetScope, error) {
+	sb := scope.sb
+	if scope.store.Spec.Guardrails.Moves.OutOf == bkv1.MoveForbidden {
+		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q forbids moving buckets out of it (guardrails.moves.outOf)", scope.store.Name)
+	}
+	target, err := r.usableStore(ctx, sb, m.To)
+	if err != nil {
+		return nil, err
+	}
+	if target.Spec.Guardrails.Moves.Into == bkv1.MoveForbidden {
+		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q forbids moving buckets into it (guardrails.moves.into)", target.Name)
+	}
+	c, region, err := r.bucketClient(ctx, sb, target)
+	if err != nil {
+		return nil, err
+	}
+	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
+	refusal := checkGuardrails(there)
+	if refusal == nil {
+		if refusal, err = r.checkNameLane(ctx, there); err != nil {
+			return nil, err
+		}
+	}
+	if refusal == nil && there.adoptOnly {
+		refusal = reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket name %q lies outside namespace %q's lane on ObjectStore %q", scope.bucket, sb.Namespace, target.Name)
+	}
+	if refusal != nil {
+		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q refuses the bucket (%s): %s; nothing was created there", target.Name, refusal.Reason, refusal.Message)
+	}
+	return &moveTargetScope{store: target, s3: c, bucket: scope.bucket, region: region}, nil
+}
+
+// ensureMoveTarget makes the target bucket this claim's before any object is copied:
+// created (with object lock, if the bucket has it) and tagged, or found tagged as
+// this claim's; with versioning Enabled where every version is copied or the claim
+// asks for it. The rest of the configuration is applied by the configuration step of
+// the first pass on the new home, before its connection Secret names it.
+func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) error {
+	sb := scope.sb
+	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
+		return nil
+	}
+	defer r.names.lock(t.store.Spec.Endpoint + "\x00" + t.bucket)()
+	tags, err := headBucket(ctx, t.s3, t.bucket)
+	switch s3.KindOf(err) {
+	case s3.KindNotFound:
+		// Recorded before the create, as status.createIntent is: an untagged bucket
+		// found after a crash is this move's only if its status says so.
+		m.TargetBucket = t.bucket
+		if err := scope.patcher.WriteNow(ctx); err != nil {
+			return fmt.Errorf("recording the move's target bucket: %w", err)
+		}
+		create := t.s3.CreateBucket
+		if sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil {
+			create = t.s3.CreateBucketWithObjectLock
+		}
+		if err := create(ctx, t.bucket, t.region); err != nil && s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
+			if s3.KindOf(err) == s3.KindBucketNameTaken {
+				return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket name %q is taken on ObjectStore %q by another account", t.bucket, t.store.Name)
+			}
+			return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		}
+		tags = map[string]string{}
+	case s3.KindAccessDenied:
+		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q exists on ObjectStore %q and belongs to another account", t.bucket, t.store.Name)
+	default:
+		if err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		}
+		if tags == nil {
+			if tags, err = t.s3.GetBucketTagging(ctx, t.bucket); err != nil {
+				return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+			}
+		}
+	}
+	switch scope.owner.of(tags, false) {
+	case ownedByUs:
+	case unowned:
+		if m.TargetBucket != t.bucket {
+			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q already exists on ObjectStore %q and is not this claim's: a move never writes into it", t.bucket, t.store.Name)
+		}
+		want := withoutSystemTags(tags)
+		maps.Copy(want, sb.Spec.Tags)
+		maps.Copy(want, scope.owner.tags())
+		if err := t.s3.PutBucketTagging(ctx, t.bucket, want); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("tagging bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		}
+	default:
+		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q on ObjectStore %q belongs to another StorageBucket or cluster: a move never writes into it", t.bucket, t.store.Name)
+	}
+	if copiesVersions(sb) || desiredVersioning(sb) == s3.VersioningEnabled {
+		if err := t.s3.PutBucketVersioning(ctx, t.bucket, s3.VersioningEnabled); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("enabling versioning on bucket %q of ObjectStore %q", t.bucket, t.store.Name))
+		}
+	}
+	r.moveTargets.Store(m.ID, t.bucket)
+	return nil
+}
+
+// copiesVersions says whether the move copies every version and delete marker.
+func copiesVersions(sb *bkv1.StorageBucket) bool {
+	return sb.Spec.Move != nil && sb.Spec.Move.Versions == bkv1.MoveVersionsAll
+}
+
+// removeMoveTarget empties and deletes the bucket an unfinished move made on its
+// target, a page of versions at a time (done says it is gone). Only a bucket tagged as
+// this claim's, or the untagged one status.move says the move created, is touched.
+func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucket, m *bkv1.MoveStatus) (bool, error) {
+	if m.TargetBucket == "" {
+		return true, nil // the move created nothing
+	}
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: m.To}, store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // gone with its store
+		}
+		return false, err
+	}
+	c, _, err := r.bucketClient(ctx, sb, store)
+	if err != nil {
+		return false, err
+	}
+	me, err := r.ownerOf(ctx, sb)
+	if err != nil {
+		return false, err
+	}
+	bucket := m.TargetBucket
+	tags, err := headBucket(ctx, c, bucket)
+	if s3.KindOf(err) == s3.KindNotFound {
+		r.moveTargets.Delete(m.ID)
+		return true, nil
+	}
+	if err == nil && tags == nil {
+		tags, err = c.GetBucketTagging(ctx, bucket)
+	}
+	if err != nil {
+		return false, reconcile.AsStepError(err, fmt.Sprintf("checking the move's target bucket %q", bucket))
+	}
+	if o := me.of(tags, false); o != ownedByUs && o != unowned {
+		return true, nil // not this move's: left alone
+	}
+	for range defaults.MoveRemovePagesPerPass {
+		page, err := c.ListObjectVersions(ctx, bucket, nil)
+		if err != nil {
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the move's target bucket %q", bucket))
+		}
+		if len(page.Versions) == 0 {
+			break
+		}
+		ids := make([]s3.ObjectID, 0, len(page.Versions))
+		for _, v := range page.Versions {
+			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
+		}
+		if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
+			return false, reconcile.AsStepError(err, fmt.Sprintf("emptying the move's target bucket %q", bucket))
+		}
+		if page.Next == nil {
+			break
+		}
+	}
+	if _, more, err := abortUploads(ctx, c, bucket, purgeSpender{}); err != nil || more {
+		return false, err
+	}
+	if err := c.DeleteBucket(ctx, bucket); err != nil {
+		if s3.KindOf(err) == s3.KindNotEmpty {
+			return false, nil // more pages: the next pass goes on
+		}
+		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting the move's target bucket %q", bucket))
+	}
+	r.moveTargets.Delete(m.ID)
+	return true, nil
+}
+
+// moverPass is the pass the move is at, for the mover: both buckets and both stores'
+// credentials, which travel beside the Spec, never in it.
+func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus, mode mover.Mode) (mover.Move, error) {
+	spec := mover.Spec{
+		MoveID: m.ID, Mode: mode, Pass: int(m.Pass), Boundaries: m.Boundaries, Versions: mover.VersionsCurrent,
+		Source: r.moverBucket(scope.store, scope.bucket, scope.region),
+		Target: r.moverBucket(t.store, t.bucket, t.region),
+	}
+	if copiesVersions(scope.sb) {
+		spec.Versions = mover.VersionsAll
+	}
+	if mode == mover.ModePlan {
+		spec.Shards, spec.Boundaries = defaults.MoveShards, nil
+	}
+	src, err := r.moverCredentials(ctx, scope.store)
+	if err != nil {
+		return mover.Move{}, err
+	}
+	tgt, err := r.moverCredentials(ctx, t.store)
+	if err != nil {
+		return mover.Move{}, err
+	}
+	return mover.Move{Spec: spec, Source: src, Target: tgt}, nil
+}
+
+// moverBucket is one side of a move as the mover reaches it, with the move's share of
+// the store's request budget.
+func (r *Reconciler) moverBucket(store *bkv1.ObjectStore, bucket, region string) mover.Bucket {
+	perSecond, burst := r.Stores.Budget(store)
+	b := mover.Bucket{
+		Endpoint: store.Spec.Endpoint, Region: region, ForcePathStyle: store.Spec.ForcePathStyle,
+		CABundle: store.Spec.CABundle, InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify, Bucket: bucket,
+	}
+	if perSecond > 0 {
+		b.RequestsPerSecond = perSecond * defaults.MoveShareOfBudget
+		b.Burst = max(1, int(float64(burst)*defaults.MoveShareOfBudget))
+	}
+	return b
+}
+
+// moverCredentials are the operator's own keys of store, for its mover.
+func (r *Reconciler) moverCredentials(ctx context.Context, store *bkv1.ObjectStore) (mover.Credentials, error) {
+	ref := store.Spec.CredentialsSecretRef
+	if ref == nil {
+		return mover.Credentials{}, nil // the SDK's default chain
+	}
+	secret, err := r.Stores.SecretData(ctx, ref)
+	if err != nil {
+		return mover.Credentials{}, err
+	}
+	return mover.Credentials{
+		AccessKeyID:     string(secret.Data[bkv1.CredentialsKeyAccessKeyID]),
+		SecretAccessKey: string(secret.Data[bkv1.CredentialsKeySecretAccessKey]),
+		SessionToken:    string(secret.Data[bkv1.CredentialsKeySessionToken]),
+	}, nil
+}

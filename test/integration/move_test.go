@@ -1,0 +1,305 @@
+package integration_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// TestMoveKeepsEveryAcknowledgedWrite moves a bucket between stores while an
+// application writes, overwrites and deletes through its BucketAccess's Secret,
+// retrying what fails (the cutover's refused writes) and re-reading the Secret as a
+// volume-mounting application would. Every acknowledged write is on the target with its
+// last content and every acknowledged delete absent: 0 lost, printed. The seeded
+// objects' bytes are equal, the old key is refused on the source, the new one works on
+// the target, and the source is kept frozen and tagged as moved.
+func TestMoveKeepsEveryAcknowledgedWrite(t *testing.T) {
+	for _, pair := range []struct {
+		name     string
+		src, tgt func() *testenv.S3Server
+	}{
+		{"seaweedfs-to-rgw", func() *testenv.S3Server { return seaweed }, func() *testenv.S3Server { return rgw }},
+		{"rgw-to-seaweedfs", func() *testenv.S3Server { return rgw }, func() *testenv.S3Server { return seaweed }},
+		{"versity-to-seaweedfs", func() *testenv.S3Server { return versity }, func() *testenv.S3Server { return seaweed }},
+	} {
+		t.Run(pair.name, func(t *testing.T) {
+			t.Parallel()
+			testMoveKeepsWrites(t, pair.src(), pair.tgt())
+		})
+	}
+}
+
+func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
+	f := newFixture(t, src, withIAMOn(src))
+	target := f.storeOn(tgt, withIAMOn(tgt))
+	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
+	f.waitNamedStoreCondition(target, bkv1.ConditionAccessProviderReady, metav1.ConditionTrue, "")
+
+	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	ba := f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
+	oldKey := f.secretClient("app-creds")
+	seeded := f.seedObjects(f.admin, bucket, 120)
+
+	w := f.startWriter("app-creds", bucket)
+	w.waitAcks(20)
+	f.update(k8s, sb, func() {
+		sb.Spec.Move = &bkv1.MoveSpec{}
+		sb.Spec.ObjectStoreRef.Name = target
+	})
+	moved := f.waitMove(sb, bkv1.MoveDone, 4*time.Minute)
+	w.waitAcksAfter(10, moved.Status.Move.SwitchedAt.Time)
+	log := w.stop()
+
+	tgtAdmin := adminOf(t, f.ctx, tgt)
+	lost := log.lostOn(f.ctx, tgtAdmin, bucket)
+	t.Logf("%s to %s: %d puts and %d deletes acknowledged (%d retried), %d lost; write pause %s; moved %d objects, %d bytes",
+		src.Kind, tgt.Kind, log.puts, log.deletes, log.retries, len(lost), moved.Status.Move.WritePause.Duration, moved.Status.Move.CopiedObjects, moved.Status.Move.CopiedBytes)
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost, first: %v", len(lost), lost[:min(5, len(lost))])
+	}
+	for key, sum := range seeded {
+		body, err := tgtAdmin.GetObject(f.ctx, bucket, key, 1<<20)
+		if err != nil || sha256.Sum256(body) != sum {
+			t.Errorf("seeded object %s on the target: %v (content equal: %v)", key, err, err == nil && sha256.Sum256(body) == sum)
+		}
+	}
+
+	// The bucket lives on the target; its Secret says so, and its key works there.
+	if moved.Status.ObjectStore != target || moved.Status.Endpoint != tgt.Endpoint {
+		t.Errorf("status after the move: objectStore %q endpoint %q, want %q %q", moved.Status.ObjectStore, moved.Status.Endpoint, target, tgt.Endpoint)
+	}
+	ba = f.waitAccessReady(ba)
+	newKey := f.secretClient("app-creds")
+	if ba.Status.ObjectStore != target || newKey.id == oldKey.id {
+		t.Errorf("access after the move: store %q, key %s (old %s)", ba.Status.ObjectStore, newKey.id, oldKey.id)
+	}
+	must(t, newKey.c.PutObject(f.ctx, bucket, "after-move", []byte("new home")))
+	f.waitKstatus("StorageBucket", client.ObjectKeyFromObject(sb), "Current")
+
+	// The old key is refused on the source, which stays frozen and tagged as moved.
+	f.waitKeyRejected(oldKey, bucket)
+	f.eventually(30*time.Second, "the old key's read of the source refused", func() error {
+		if _, err := oldKey.c.GetObject(f.ctx, bucket, "seed/000", 1<<20); err == nil {
+			return fmt.Errorf("the old key %s still reads the source", oldKey.id)
+		}
+		return nil
+	})
+	tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+	must(t, err)
+	if want := target + "/" + bucket; tags[bkv1.TagMovedTo] != want {
+		t.Errorf("source bucket tags %v, want %s=%s", tags, bkv1.TagMovedTo, want)
+	}
+	if policy, err := f.admin.GetBucketPolicy(f.ctx, bucket); err != nil || !containsAny(policy, bkv1.MoveFreezeSid) {
+		t.Errorf("source bucket policy %q (%v): want the freeze", policy, err)
+	}
+	f.waitNoCheckpoints(moved.Status.Move.ID)
+}
+
+// seedObjects writes n objects of a few sizes and returns their hashes.
+func (f *fixture) seedObjects(c s3.Client, bucket string, n int) map[string][32]byte {
+	f.t.Helper()
+	out := map[string][32]byte{}
+	for i := range n {
+		key := fmt.Sprintf("seed/%03d", i)
+		body := make([]byte, (i%7)*1500)
+		for j := range body {
+			body[j] = byte(i + j)
+		}
+		must(f.t, c.PutObject(f.ctx, bucket, key, body))
+		out[key] = sha256.Sum256(body)
+	}
+	return out
+}
+
+// waitMove waits until the claim's move reaches phase.
+func (f *fixture) waitMove(sb *bkv1.StorageBucket, phase bkv1.MovePhase, timeout time.Duration) *bkv1.StorageBucket {
+	f.t.Helper()
+	got := &bkv1.StorageBucket{}
+	f.eventually(timeout, fmt.Sprintf("move of %s %s", sb.Name, phase), func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+			return err
+		}
+		if m := got.Status.Move; m == nil || m.Phase != phase {
+			return fmt.Errorf("move %+v; conditions: %s", got.Status.Move, describe(got.Status.Conditions))
+		}
+		return nil
+	})
+	return got
+}
+
+// waitNoCheckpoints waits until a finished move's checkpoints are gone.
+func (f *fixture) waitNoCheckpoints(moveID string) {
+	f.t.Helper()
+	f.eventually(30*time.Second, "the checkpoints of move "+moveID+" deleted", func() error {
+		list := &corev1.ConfigMapList{}
+		if err := k8s.List(f.ctx, list, client.InNamespace(moverNamespace)); err != nil {
+			return err
+		}
+		for _, cm := range list.Items {
+			if containsAny(cm.Name, moveID) {
+				return fmt.Errorf("checkpoint %s still there", cm.Name)
+			}
+		}
+		return nil
+	})
+}
+
+func adminOf(t *testing.T, ctx context.Context, srv *testenv.S3Server) s3.Client {
+	t.Helper()
+	c, err := s3.New(ctx, s3.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+		AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
+	must(t, err)
+	return c
+}
+
+// writer is an application writing through an access's Secret: it puts, overwrites
+// and deletes a set of keys, retries every request until it is acknowledged (the
+// cutover refuses writes for a while), and reads the Secret again after each failure.
+type writer struct {
+	f              *fixture
+	secret, bucket string
+	// stopping ends the writer between requests: one cut short could have been
+	// carried out without being acknowledged, which would read as lost.
+	stopping atomic.Bool
+	done     chan struct{}
+
+	mu  sync.Mutex
+	log ackLog
+}
+
+// ackLog is what the store acknowledged: each key's last content ("" after a delete).
+type ackLog struct {
+	last                   map[string]string
+	at                     []time.Time
+	puts, deletes, retries int
+}
+
+func (f *fixture) startWriter(secret, bucket string) *writer {
+	w := &writer{f: f, secret: secret, bucket: bucket, done: make(chan struct{}), log: ackLog{last: map[string]string{}}}
+	go w.run(f.ctx)
+	f.t.Cleanup(func() { w.stopping.Store(true); <-w.done })
+	return w
+}
+
+func (w *writer) run(ctx context.Context) {
+	defer close(w.done)
+	key := w.f.secretClientCtx(ctx, w.secret)
+	for i := 0; !w.stopping.Load(); i++ {
+		name := fmt.Sprintf("live/%02d", i%40)
+		content := fmt.Sprintf("%s@%d", name, i)
+		del := i%5 == 4
+		for ctx.Err() == nil {
+			var err error
+			if del {
+				err = key.c.DeleteObject(ctx, w.bucket, name)
+			} else {
+				err = key.c.PutObject(ctx, w.bucket, name, []byte(content))
+			}
+			if err == nil {
+				w.ack(name, content, del)
+				break
+			}
+			w.mu.Lock()
+			w.log.retries++
+			w.mu.Unlock()
+			select { // an application's retry backoff
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			if next := w.f.secretClientCtx(ctx, w.secret); next.c != nil {
+				key = next
+			}
+		}
+	}
+}
+
+func (w *writer) ack(name, content string, del bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if del {
+		w.log.last[name] = ""
+		w.log.deletes++
+	} else {
+		w.log.last[name] = content
+		w.log.puts++
+	}
+	w.log.at = append(w.log.at, time.Now())
+}
+
+// waitAcks waits for n acknowledged requests.
+func (w *writer) waitAcks(n int) { w.waitAcksAfter(n, time.Time{}) }
+
+// waitAcksAfter waits for n requests acknowledged after since.
+func (w *writer) waitAcksAfter(n int, since time.Time) {
+	w.f.t.Helper()
+	w.f.eventually(90*time.Second, fmt.Sprintf("%d writes acknowledged after %s", n, since.Format(time.RFC3339)), func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		got := 0
+		for _, at := range w.log.at {
+			if at.After(since) {
+				got++
+			}
+		}
+		if got < n {
+			return fmt.Errorf("%d so far", got)
+		}
+		return nil
+	})
+}
+
+func (w *writer) stop() ackLog {
+	w.stopping.Store(true)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.log
+	l.last = maps.Clone(w.log.last)
+	return l
+}
+
+// lostOn lists the keys whose last acknowledged state is not what bucket holds.
+func (l ackLog) lostOn(ctx context.Context, c s3.Client, bucket string) []string {
+	var lost []string
+	for _, name := range slices.Sorted(maps.Keys(l.last)) {
+		want := l.last[name]
+		body, err := c.GetObject(ctx, bucket, name, 1<<20)
+		switch {
+		case want == "" && s3.KindOf(err) == s3.KindNotFound:
+		case want != "" && err == nil && string(body) == want:
+		default:
+			lost = append(lost, fmt.Sprintf("%s (want %q, got %q, %v)", name, want, body, err))
+		}
+	}
+	return lost
+}
+
+// secretClientCtx is secretClient for a goroutine: it never fails the test, and an
+// unreadable Secret gives a client that fails its requests.
+func (f *fixture) secretClientCtx(ctx context.Context, name string) secretKey {
+	secret := &corev1.Secret{}
+	_ = k8s.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, secret)
+	d := secret.Data
+	c, _ := s3.New(ctx, s3.Config{
+		Endpoint: string(d[bkv1.AccessSecretKeyEndpoint]), Region: string(d[bkv1.AccessSecretKeyRegion]), ForcePathStyle: true,
+		AccessKeyID: string(d[bkv1.AccessSecretKeyAccessKeyID]), SecretAccessKey: string(d[bkv1.AccessSecretKeySecretKey]),
+		RequestTimeout: 10 * time.Second,
+	})
+	return secretKey{id: string(d[bkv1.AccessSecretKeyAccessKeyID]), c: c}
+}
