@@ -210,6 +210,10 @@ const (
 	// request budget (spec.requestsPerSecond), so the store's other buckets keep
 	// converging while it runs.
 	MoveShareOfBudget = 0.5
+	// MoveTargetSettle is how long after the target bucket of a cancelled move was
+	// deleted it must stay gone: a write the stopped mover had sent may still be
+	// carried out, and some stores (SeaweedFS) make the bucket again for it.
+	MoveTargetSettle = 5 * time.Second
 	// MoveRemovePagesPerPass bounds the pages of versions one pass deletes from the
 	// target bucket of a cancelled move; the next pass goes on.
 	MoveRemovePagesPerPass = 10

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -109,6 +110,13 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 		t.Errorf("source bucket policy %q (%v): want the freeze", policy, err)
 	}
 	f.waitNoCheckpoints(moved.Status.Move.ID)
+	user := iam.UserName(clusterID, string(ba.UID))
+	f.eventually(90*time.Second, "the access's user gone from "+string(src.Kind)+"'s IAM", func() error {
+		if slices.Contains(allUserNames(t, src), user) {
+			return fmt.Errorf("user %s still on the source's IAM", user)
+		}
+		return nil
+	})
 }
 
 // seedObjects writes n objects of a few sizes and returns their hashes.
@@ -303,3 +311,5 @@ func (f *fixture) secretClientCtx(ctx context.Context, name string) secretKey {
 	})
 	return secretKey{id: string(d[bkv1.AccessSecretKeyAccessKeyID]), c: c}
 }
+
+func sha256Of(b []byte) [32]byte { return sha256.Sum256(b) }

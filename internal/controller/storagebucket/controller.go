@@ -76,8 +76,9 @@ type Reconciler struct {
 	creates createMemo
 	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
 	blocked sync.Map
-	// moveTargets: the target bucket each move (by ID) found ready in this process.
-	moveTargets sync.Map
+	// moveTargets: the target bucket each move (by ID) found ready in this process;
+	// moveTargetsRemoved: when this process deleted the target of a cancelled move.
+	moveTargets, moveTargetsRemoved sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.

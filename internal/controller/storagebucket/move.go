@@ -296,7 +296,8 @@ func moveWait(m *bkv1.MoveStatus, err error) moveStep {
 	}
 	se := reconcile.AsStepError(err, "moving the bucket")
 	if se.Terminal {
-		return moveStep{requeue: defaults.MovePollInterval, err: se}
+		// Looked at again after the sync interval, or when a store changes.
+		return moveStep{err: se}
 	}
 	m.Message = "retrying: " + se.Message
 	return moveStep{requeue: defaults.MovePollInterval}

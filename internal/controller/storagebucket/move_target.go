@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,7 +157,14 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 	bucket := m.TargetBucket
 	tags, err := headBucket(ctx, c, bucket)
 	if s3.KindOf(err) == s3.KindNotFound {
+		// A write the stopped mover sent may still be carried out, and SeaweedFS
+		// makes the bucket again for it: gone means gone for MoveTargetSettle after
+		// this process deleted it.
+		if at, ok := r.moveTargetsRemoved.Load(m.ID); ok && r.Clock.Now().Before(at.(time.Time).Add(defaults.MoveTargetSettle)) {
+			return false, nil
+		}
 		r.moveTargets.Delete(m.ID)
+		r.moveTargetsRemoved.Delete(m.ID)
 		return true, nil
 	}
 	if err == nil && tags == nil {
@@ -196,8 +204,8 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 		}
 		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting the move's target bucket %q", bucket))
 	}
-	r.moveTargets.Delete(m.ID)
-	return true, nil
+	r.moveTargetsRemoved.Store(m.ID, r.Clock.Now())
+	return false, nil // done once it stays gone
 }
 
 // moverPass is the pass the move is at, for the mover: both buckets and both stores'
