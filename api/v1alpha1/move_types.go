@@ -94,6 +94,10 @@ type MoveStatus struct {
 	// over once it is small.
 	// +optional
 	LastPassChanges *int64 `json:"lastPassChanges,omitempty"`
+	// CutoverPass is the first final pass of the current cutover: after
+	// MoveMaxFinalPasses unverified ones the source takes writes again.
+	// +optional
+	CutoverPass int32 `json:"cutoverPass,omitempty"`
 	// StartedAt is when the move started; FrozenAt when the source's writes were
 	// stopped; SwitchedAt when the bucket's home became the target.
 	// +optional

@@ -204,6 +204,9 @@ const (
 	// MoveMaxCatchUpPasses bounds the passes before the cutover: a bucket written
 	// faster than it is copied is cut over anyway after this many, with a longer pause.
 	MoveMaxCatchUpPasses = 20
+	// MoveMaxFinalPasses bounds the unverified final passes of one cutover: then the
+	// source takes writes again and the move reports what stays unequal.
+	MoveMaxFinalPasses = 3
 	// MovePollInterval is how often a running pass's checkpoints are read for status.
 	MovePollInterval = 2 * time.Second
 	// MoveShareOfBudget: a move's mover spends at most this share of each store's

@@ -63,7 +63,12 @@ func listRange(ctx context.Context, c s3.Client, bucket string, versions bool, r
 				l.send(ctx, listedPage{err: err})
 				return
 			}
+			// S3 lists keys after a key-marker, yet a version listing of SeaweedFS
+			// starts with the marker's own versions: they belong to the shard before.
 			entries := page.Entries
+			for len(entries) > 0 && opts.StartAfter != "" && entries[0].Key <= opts.StartAfter {
+				entries = entries[1:]
+			}
 			end := false
 			if i := slices.IndexFunc(entries, func(e s3.ObjectEntry) bool { return r.Beyond(e.Key) }); i >= 0 {
 				entries, end = entries[:i], true

@@ -167,21 +167,26 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 			return moveWait(m, err)
 		}
 		now := metav1.NewTime(r.Clock.Now())
-		m.FrozenAt = &now
+		m.FrozenAt, m.CutoverPass = &now, m.Pass
 	}
 	p, done, err := r.runPass(ctx, scope, t, m, mover.ModeFinal)
 	if err != nil || !done {
 		return moveWait(m, err)
 	}
-	if p.Failures.Count > 0 {
-		// Objects the target refuses will not copy in seconds: writes come back while
-		// the claim's owner sees to them.
+	stuck := p.Failures.Count > 0 || (!p.Verified && m.Pass+1-m.CutoverPass >= defaults.MoveMaxFinalPasses)
+	if stuck {
+		// What will not copy in seconds keeps no application waiting: writes come
+		// back while the claim's owner sees to it.
 		if err := r.thawSource(ctx, scope); err != nil {
 			return moveWait(m, err)
 		}
 		m.FrozenAt, m.Phase, m.Pass = nil, bkv1.MoveCatchingUp, m.Pass+1
+		if p.Failures.Count > 0 {
+			return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
+				"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
+		}
 		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
-			"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
+			"%d final passes found keys unequal on ObjectStore %q (%s), so the move did not cut over and the source takes writes again", defaults.MoveMaxFinalPasses, m.To, p.Differences)}
 	}
 	if !p.Verified {
 		m.Pass++

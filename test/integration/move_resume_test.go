@@ -1,0 +1,159 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/operator"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+)
+
+// TestPacedMoveResumesAfterTheOperatorStops stops the operator twice during a move
+// from SeaweedFS to Ceph RGW: mid-copy, and right after it froze the source's writes
+// for the cutover (before any status of the cutover was written). Each next operator
+// reads where the move is from status and the checkpoints and carries on: the move
+// ends Done with every object equal, having written at most 1.2 times the bucket's
+// bytes.
+func TestPacedMoveResumesAfterTheOperatorStops(t *testing.T) {
+	f := newFixture(t, seaweed)
+	target := f.storeOn(rgw, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 20, 20 })
+	frozen := make(chan struct{})
+	var once sync.Once
+	signalFreeze := func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+		c, err := s3.New(ctx, cfg)
+		return freezeSignal{Client: c, once: &once, frozen: frozen}, err
+	}
+	start := func() (stop func()) {
+		ctx, cancel := context.WithCancel(f.ctx)
+		done, err := startManager(ctx, operator.Options{WatchLabelSelector: isolatedLabel + "=" + f.ns, MoverNamespace: moverNamespace, S3Factory: signalFreeze})
+		must(t, err)
+		return func() { cancel(); <-done }
+	}
+
+	stop := start()
+	sb := f.waitCondition(f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} }),
+		bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	seeded := f.seedObjects(f.admin, bucket, 200)
+	tgtAdmin := adminOf(t, f.ctx, rgw)
+	f.update(k8s, sb, func() {
+		sb.Spec.Move = &bkv1.MoveSpec{}
+		sb.Spec.ObjectStoreRef.Name = target
+	})
+	f.waitMove(sb, bkv1.MoveCopying, time.Minute)
+	f.eventually(time.Minute, "objects arriving on the target", func() error {
+		page, err := tgtAdmin.ListObjectVersions(f.ctx, bucket, nil)
+		if err != nil || len(page.Versions) < 20 {
+			return fmt.Errorf("%d so far (%v)", len(page.Versions), err)
+		}
+		return nil
+	})
+	stop()
+	t.Logf("stopped mid-copy: %+v", f.get(sb).Status.Move)
+
+	stop = start()
+	select {
+	case <-frozen:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the second operator never froze the source: %+v", f.get(sb).Status.Move)
+	}
+	stop()
+	t.Logf("stopped at the freeze: %+v", f.get(sb).Status.Move)
+
+	stop = start()
+	defer stop()
+	done := f.waitMove(sb, bkv1.MoveDone, 3*time.Minute)
+	m := done.Status.Move
+	t.Logf("done: %d objects, %d of %d bytes copied, write pause %s", m.CopiedObjects, m.CopiedBytes, m.TotalBytes, m.WritePause.Duration)
+	if float64(m.CopiedBytes) > 1.2*float64(m.TotalBytes) {
+		t.Errorf("copied %d bytes of a %d-byte bucket: more than 1.2 times", m.CopiedBytes, m.TotalBytes)
+	}
+	for key, sum := range seeded {
+		if body, err := tgtAdmin.GetObject(f.ctx, bucket, key, 1<<20); err != nil || sha256Of(body) != sum {
+			t.Fatalf("object %s on the target: %v", key, err)
+		}
+	}
+	// Only the isolated manager sees the claim: it finishes its deletion too.
+	must(t, k8s.Delete(f.ctx, done))
+	f.waitGone(done)
+}
+
+// freezeSignal closes frozen once the operator has frozen a source's writes.
+type freezeSignal struct {
+	s3.Client
+	once   *sync.Once
+	frozen chan struct{}
+}
+
+func (c freezeSignal) PutBucketPolicy(ctx context.Context, bucket, policy string) error {
+	err := c.Client.PutBucketPolicy(ctx, bucket, policy)
+	if err == nil && strings.Contains(policy, bkv1.MoveFreezeSid) {
+		c.once.Do(func() { close(c.frozen) })
+	}
+	return err
+}
+
+// TestMoveEveryVersion moves a versioned bucket from Ceph RGW to SeaweedFS with
+// spec.move.versions All: every key's history (versions and delete markers, in order)
+// is the same on the target, and its current content.
+func TestMoveEveryVersion(t *testing.T) {
+	f := newFixture(t, rgw)
+	target := f.storeOn(seaweed)
+	f.waitNamedStoreCondition(target, bkv1.ConditionReady, metav1.ConditionTrue, "")
+	sb := f.waitCondition(f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Spec.Versioning = bkv1.VersioningEnabled }),
+		bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	for i := range 3 {
+		must(t, f.admin.PutObject(f.ctx, bucket, "history", fmt.Appendf(nil, "v%d", i)))
+	}
+	must(t, f.admin.DeleteObject(f.ctx, bucket, "history"))
+	must(t, f.admin.PutObject(f.ctx, bucket, "kept", []byte("first")))
+	must(t, f.admin.PutObject(f.ctx, bucket, "kept", []byte("last")))
+	must(t, f.admin.PutObject(f.ctx, bucket, "gone", []byte("x")))
+	must(t, f.admin.DeleteObject(f.ctx, bucket, "gone"))
+
+	f.update(k8s, sb, func() {
+		sb.Spec.Move = &bkv1.MoveSpec{Versions: bkv1.MoveVersionsAll}
+		sb.Spec.ObjectStoreRef.Name = target
+	})
+	tgtAdmin := adminOf(t, f.ctx, seaweed)
+	f.waitMove(sb, bkv1.MoveDone, 2*time.Minute)
+	if src, tgt := historyOf(t, f, f.admin, bucket), historyOf(t, f, tgtAdmin, bucket); src != tgt {
+		t.Errorf("histories differ:\nsource %s\ntarget %s", src, tgt)
+	}
+	if body, err := tgtAdmin.GetObject(f.ctx, bucket, "kept", 100); err != nil || string(body) != "last" {
+		t.Errorf("kept on the target: %q, %v", body, err)
+	}
+	if _, err := tgtAdmin.GetObject(f.ctx, bucket, "history", 100); s3.KindOf(err) != s3.KindNotFound {
+		t.Errorf("history, deleted last, on the target: %v", err)
+	}
+}
+
+// historyOf writes each key's versions, newest first, as V (a version) and D (a
+// delete marker).
+func historyOf(t *testing.T, f *fixture, c s3.Client, bucket string) string {
+	t.Helper()
+	var b strings.Builder
+	var page *s3.PageToken
+	for {
+		p, err := c.ListObjectVersions(f.ctx, bucket, page)
+		must(t, err)
+		for _, v := range p.Versions {
+			kind := "V"
+			if v.IsDeleteMarker {
+				kind = "D"
+			}
+			fmt.Fprintf(&b, "%s:%s ", v.Key, kind)
+		}
+		if page = p.Next; page == nil {
+			return b.String()
+		}
+	}
+}
