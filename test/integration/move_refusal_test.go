@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,6 +31,8 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 		target func(*bkv1.ObjectStore)
 		claim  func(*bkv1.StorageBucketSpec)
 		want   string
+		// victim: the target has a bucket of the claim's name, someone else's.
+		victim bool
 	}{
 		{name: "into a store that forbids moves in", want: "guardrails.moves.into",
 			target: func(s *bkv1.ObjectStore) { s.Spec.Guardrails.Moves.Into = bkv1.MoveForbidden }},
@@ -44,6 +47,7 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 		{name: "a public bucket into a store that forbids them", want: "PublicAccessNotAllowed",
 			source: func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowPublicBuckets = true },
 			claim:  func(s *bkv1.StorageBucketSpec) { s.PublicAccess = bkv1.PublicAccessAllowed }},
+		{name: "into a bucket of the same name the target already has", want: "is not this claim's", victim: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -67,6 +71,16 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 			bucket := sb.Status.BucketName
 			f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
 			f.seedObjects(f.admin, bucket, 5)
+			tgtAdmin := adminOf(t, f.ctx, rgw)
+			if tc.victim {
+				must(t, tgtAdmin.CreateBucket(f.ctx, bucket, ""))
+				must(t, tgtAdmin.PutObject(f.ctx, bucket, "victim", []byte("theirs")))
+				must(t, tgtAdmin.PutBucketTagging(f.ctx, bucket, map[string]string{"owner": "someone-else"}))
+				t.Cleanup(func() {
+					_ = tgtAdmin.DeleteObject(context.Background(), bucket, "victim")
+					_ = tgtAdmin.DeleteBucket(context.Background(), bucket)
+				})
+			}
 			before := requests.snapshot(target)
 
 			f.update(k8s, sb, func() {
@@ -84,7 +98,21 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 			if n := requests.snapshot(target)["CreateBucket"] - before["CreateBucket"]; n != 0 {
 				t.Errorf("%d CreateBucket sent to the target of a refused move", n)
 			}
-			if _, err := adminOf(t, f.ctx, rgw).HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
+			if n := requests.snapshot(target)["PutBucketTagging"] - before["PutBucketTagging"]; n != 0 {
+				t.Errorf("%d PutBucketTagging sent to the target of a refused move", n)
+			}
+			victimUnchanged := func(when string) {
+				body, err := tgtAdmin.GetObject(f.ctx, bucket, "victim", 100)
+				tags, terr := tgtAdmin.GetBucketTagging(f.ctx, bucket)
+				page, lerr := tgtAdmin.ListObjectVersions(f.ctx, bucket, nil)
+				if err != nil || string(body) != "theirs" || terr != nil || len(tags) != 1 || tags["owner"] != "someone-else" || lerr != nil || len(page.Versions) != 1 {
+					t.Errorf("the victim bucket %s: object %q (%v), tags %v (%v), %d objects (%v)", when, body, err, tags, terr, len(page.Versions), lerr)
+				}
+			}
+			if tc.victim {
+				victimUnchanged("after the refused move")
+				defer victimUnchanged("after the move was cancelled")
+			} else if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
 				t.Errorf("the target of a refused move has bucket %s: %v", bucket, err)
 			}
 

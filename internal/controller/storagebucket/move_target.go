@@ -173,7 +173,19 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 	if err != nil {
 		return false, reconcile.AsStepError(err, fmt.Sprintf("checking the move's target bucket %q", bucket))
 	}
-	if o := me.of(tags, false); o != ownedByUs && o != unowned {
+	switch me.of(tags, false) {
+	case ownedByUs:
+	case unowned:
+		// The move creates its target and tags it before copying anything: an
+		// untagged one of its name that holds objects is someone else's.
+		page, err := c.ListObjectVersions(ctx, bucket, nil)
+		if err != nil {
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the move's untagged target bucket %q", bucket))
+		}
+		if len(page.Versions) > 0 {
+			return true, nil
+		}
+	default:
 		return true, nil // not this move's: left alone
 	}
 	for range defaults.MoveRemovePagesPerPass {
