@@ -4,8 +4,8 @@
 // stops the source's writes for the cutover. The reconcile loop is to never copy a
 // byte: it starts passes through a [Runner] (Indexed Jobs running `bucketkeeper
 // mover`, or [InProcess] where there is no kubelet) and reads where they are from
-// checkpoints. Only the data plane is here so far: no controller drives it yet, and
-// InProcess is the only Runner written.
+// checkpoints (the StorageBucket controller's move*.go files). InProcess is the only
+// Runner written so far: the Jobs runner is not.
 //
 // A move is a sequence of passes over the source's key space, split into shards (key
 // ranges) that run side by side:

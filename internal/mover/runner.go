@@ -17,9 +17,9 @@ import (
 // every time, and reads where the move is from Progress (the checkpoints), never
 // from what it asked before, so a restarted operator carries on where the last
 // one was. InProcess (goroutines of the calling process) is the one written; the
-// Jobs runner (the mover subcommand in Indexed Jobs of the operator's namespace) and
-// the StorageBucket API that drives a move are not, yet: the subcommand runs a shard
-// the way such a Job would (cmd/bucketkeeper/mover.go).
+// Jobs runner (the mover subcommand in Indexed Jobs of the operator's namespace) is
+// not, yet: the subcommand runs a shard the way such a Job would
+// (cmd/bucketkeeper/mover.go).
 type Runner interface {
 	// Start starts move's pass on every shard that has not finished it, unless it
 	// runs already. It returns at once.
