@@ -142,6 +142,11 @@ const (
 // checkpoints, one per shard of its copy, with the move's ID.
 const LabelMove = "bucketkeeper.io/move"
 
+// LabelMoveJob marks what the mover Jobs of a move run with, with the move's ID: its
+// Jobs, their Pods, the ConfigMaps holding each pass's spec and the Secret holding
+// both stores' keys (all in the operator's namespace).
+const LabelMoveJob = "bucketkeeper.io/move-job"
+
 // MoveCheckpointPrefix begins the name of a move's checkpoint ConfigMaps:
 // bucketkeeper-move-<move ID>-<shard>, and -plan for its plan.
 const MoveCheckpointPrefix = "bucketkeeper-move-"

@@ -398,8 +398,8 @@ func metricsOptions(opts Options) metricsserver.Options {
 	return o
 }
 
-// setupMover builds the runner of moves between stores: the mover in goroutines of
-// this process, its checkpoints in ConfigMaps of the operator's namespace, read and
+// setupMover builds the runner of moves between stores: Indexed Jobs of mover pods
+// (MoverJob) or the mover in goroutines of this process, its checkpoints in ConfigMaps of the operator's namespace, read and
 // written without a cache (the operator watches no ConfigMaps). nil refuses moves.
 func setupMover(mgr manager.Manager, opts Options) (mover.Runner, error) {
 	if opts.Mover == MoverNone {
@@ -417,8 +417,17 @@ func setupMover(mgr manager.Manager, opts Options) (mover.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the movers' client: %w", err)
 	}
+	checkpoints := &mover.ConfigMapCheckpoints{Client: direct, Namespace: ns}
+	if opts.Mover == MoverJob {
+		resources, err := opts.moverResources()
+		if err != nil {
+			return nil, err
+		}
+		return &mover.Jobs{Client: direct, Checkpoints: checkpoints, Namespace: ns, Image: opts.MoverImage,
+			ServiceAccount: opts.MoverServiceAccount, Parallelism: int32(opts.MoverParallelism), Resources: resources}, nil
+	}
 	runner := &mover.InProcess{
-		Checkpoints: &mover.ConfigMapCheckpoints{Client: direct, Namespace: ns},
+		Checkpoints: checkpoints,
 		Factory:     opts.S3Factory,
 		Log:         ctrl.Log.WithName("mover"),
 	}

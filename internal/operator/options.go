@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
@@ -117,9 +119,17 @@ type Options struct {
 	// the mover in goroutines of the operator, MoverNone refuses moves. Empty means
 	// in-process where MoverNamespace can be found, else none.
 	Mover string
-	// MoverNamespace holds the moves' checkpoints, ConfigMaps no tenant can write
-	// (default: LeaderElectionNamespace, else the pod's own namespace).
+	// MoverNamespace holds the moves' checkpoints, ConfigMaps no tenant can write,
+	// and with MoverJob their Jobs (default: LeaderElectionNamespace, else the pod's
+	// own namespace).
 	MoverNamespace string
+	// MoverImage, MoverServiceAccount, MoverParallelism, MoverCPU and MoverMemory
+	// shape the Jobs of MoverJob: the operator's own image, the movers'
+	// ServiceAccount (ConfigMaps of MoverNamespace, nothing else), the most pods of
+	// one pass at once, and each pod's CPU and memory (requests equal to limits).
+	MoverImage, MoverServiceAccount string
+	MoverParallelism                int
+	MoverCPU, MoverMemory           string
 
 	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
 	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
@@ -215,8 +225,15 @@ func (o *Options) setDefaults() {
 func (o *Options) validate() error {
 	switch o.Mover {
 	case "", MoverInProcess, MoverNone:
+	case MoverJob:
+		if o.MoverImage == "" || o.MoverServiceAccount == "" {
+			return errors.New("--mover=job needs --mover-image and --mover-service-account")
+		}
+		if _, err := o.moverResources(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--mover must be %s or %s, not %q", MoverInProcess, MoverNone, o.Mover)
+		return fmt.Errorf("--mover must be %s, %s or %s, not %q", MoverJob, MoverInProcess, MoverNone, o.Mover)
 	}
 	if o.ShardCount < 1 {
 		return fmt.Errorf("--shard-count must be at least 1, not %d", o.ShardCount)
@@ -264,9 +281,27 @@ func (o *Options) leaseNamespace() (string, error) {
 
 // The values of Options.Mover.
 const (
+	MoverJob       = "job"
 	MoverInProcess = "in-process"
 	MoverNone      = "none"
 )
+
+// moverResources are a mover pod's requests and limits, equal: a mover's memory is
+// bounded by design (internal/mover), so it needs no room to burst.
+func (o *Options) moverResources() (corev1.ResourceRequirements, error) {
+	list := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: o.MoverCPU, corev1.ResourceMemory: o.MoverMemory} {
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return corev1.ResourceRequirements{}, fmt.Errorf("--mover-%s %q: %w", name, v, err)
+		}
+		list[name] = q
+	}
+	return corev1.ResourceRequirements{Requests: list, Limits: list}, nil
+}
 
 // moverNamespace is where moves keep their checkpoints: the one named, the
 // leader-election namespace, or the pod's own.

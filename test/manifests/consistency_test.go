@@ -31,7 +31,16 @@ func renderings(t *testing.T) map[string][]*unstructured.Unstructured {
 // "<manager>" in binding subjects.
 func rbacView(t *testing.T, objs []*unstructured.Unstructured) map[string][]string {
 	t.Helper()
-	sa := find(t, objs, "ServiceAccount")
+	d, _ := manager(t, objs)
+	var sa *unstructured.Unstructured
+	for _, o := range findAll(objs, "ServiceAccount") {
+		if o.GetName() == d.Spec.Template.Spec.ServiceAccountName {
+			sa = o
+		}
+	}
+	if sa == nil {
+		t.Fatalf("no ServiceAccount %q for the manager", d.Spec.Template.Spec.ServiceAccountName)
+	}
 	bindingLines := func(ref rbacv1.RoleRef, subjects []rbacv1.Subject) []string {
 		lines := []string{fmt.Sprintf("roleRef %s/%s/%s", ref.APIGroup, ref.Kind, ref.Name)}
 		for _, s := range subjects {

@@ -13,7 +13,8 @@ import (
 // notExposed lists the manager flags the chart deliberately leaves out, with why.
 // Everything else the binary defines must be reachable through values.yaml.
 var notExposed = map[string]string{
-	"kubeconfig": "in a cluster the manager uses its ServiceAccount (in-cluster config)",
+	"kubeconfig":      "in a cluster the manager uses its ServiceAccount (in-cluster config)",
+	"mover-namespace": "the movers run where the manager's Role and their ServiceAccount are: the release namespace, or leaderElection.namespace",
 }
 
 // fullValues sets every flag-backed value of the chart to something other than its
@@ -28,6 +29,7 @@ func fullValues() map[string]any {
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
 			"clusterId": "prod-eu", "accessKeyGrace": "15m", "accessCollectInterval": "2m",
 		},
+		"mover": map[string]any{"mode": "job", "parallelism": 6, "cpu": "750m", "memory": "96Mi"},
 		"leaderElection": map[string]any{
 			"enabled": true, "namespace": "bucketkeeper-leases", "id": "shard-a.bucketkeeper.io",
 			"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s",
@@ -54,6 +56,8 @@ var fullFlags = map[string]string{
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
 	"cluster-id": "prod-eu", "access-key-grace": "15m", "access-collect-interval": "2m",
+	"mover": "job", "mover-image": "bucketkeeper:dev", "mover-service-account": "bucketkeeper-mover",
+	"mover-parallelism": "6", "mover-cpu": "750m", "mover-memory": "96Mi",
 	"leader-elect": "true", "leader-election-namespace": "bucketkeeper-leases",
 	"leader-election-id": "shard-a.bucketkeeper.io", "leader-election-lease-duration": "30s",
 	"leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s",

@@ -124,6 +124,8 @@ func TestInstall(t *testing.T) {
 	}
 	in.keyless(rgw, issuer, clientImage)
 	step("a Pod with no key reached its bucket on RGW with its ServiceAccount's token")
+	in.move(rgw)
+	step("a bucket moved from SeaweedFS to RGW by mover Jobs, one of their pods killed mid-copy")
 
 	// The leader's Pod goes; the other replica takes the Lease. The node is cordoned
 	// meanwhile (as in a drain), so that the Pod replacing the leader cannot start and

@@ -3,10 +3,13 @@ package manifests
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -119,14 +122,62 @@ func checkSecurityAndAvailability(t *testing.T, objs []*unstructured.Unstructure
 		t.Errorf("Service %s ports = %+v, want 8443 -> metrics", svc.Name, svc.Spec.Ports)
 	}
 
-	sa := into[corev1.ServiceAccount](t, find(t, objs, "ServiceAccount"))
-	if pod.ServiceAccountName != sa.Name {
-		t.Errorf("the pods run as %q, the ServiceAccount is %q", pod.ServiceAccountName, sa.Name)
+	// The manager's ServiceAccount, and with mover Jobs (the chart's default) the
+	// movers' own: theirs may write ConfigMaps of the namespace and nothing else.
+	var sa *corev1.ServiceAccount
+	for _, o := range findAll(objs, "ServiceAccount") {
+		switch s := into[corev1.ServiceAccount](t, o); {
+		case s.Name == pod.ServiceAccountName:
+			sa = s
+		case strings.HasSuffix(s.Name, "-mover"):
+			checkMoverRBAC(t, objs, s)
+		default:
+			t.Errorf("unexpected ServiceAccount %s", s.Name)
+		}
+	}
+	if sa == nil {
+		t.Fatalf("no ServiceAccount %q for the pods", pod.ServiceAccountName)
 	}
 	if sa.Namespace != namespace || d.Namespace != namespace {
 		t.Errorf("namespaces: ServiceAccount %q, Deployment %q, want %q", sa.Namespace, d.Namespace, namespace)
 	}
 	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
 		t.Error("the manager needs its ServiceAccount token: automountServiceAccountToken must be true")
+	}
+}
+
+// checkMoverRBAC: the movers' ServiceAccount is bound to one Role of its namespace
+// that lets it create, read and update ConfigMaps (the moves' checkpoints), no more.
+func checkMoverRBAC(t *testing.T, objs []*unstructured.Unstructured, sa *corev1.ServiceAccount) {
+	t.Helper()
+	bound := 0
+	for _, o := range findAll(objs, "RoleBinding") {
+		rb := into[rbacv1.RoleBinding](t, o)
+		for _, s := range rb.Subjects {
+			if s.Kind != "ServiceAccount" || s.Name != sa.Name {
+				continue
+			}
+			bound++
+			for _, r := range findAll(objs, "Role") {
+				role := into[rbacv1.Role](t, r)
+				if role.Name != rb.RoleRef.Name {
+					continue
+				}
+				if role.Namespace != sa.Namespace || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps"}) ||
+					!slices.Equal(role.Rules[0].Verbs, []string{"create", "get", "update"}) {
+					t.Errorf("the movers' Role %s/%s: %+v, want create, get and update of configmaps in %s", role.Namespace, role.Name, role.Rules, sa.Namespace)
+				}
+			}
+		}
+	}
+	for _, o := range findAll(objs, "ClusterRoleBinding") {
+		for _, s := range into[rbacv1.ClusterRoleBinding](t, o).Subjects {
+			if s.Name == sa.Name {
+				t.Errorf("the movers' ServiceAccount is bound cluster-wide by %s", o.GetName())
+			}
+		}
+	}
+	if bound != 1 {
+		t.Errorf("the movers' ServiceAccount has %d RoleBindings, want 1", bound)
 	}
 }
