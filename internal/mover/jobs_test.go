@@ -1,0 +1,85 @@
+package mover
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+)
+
+// TestJobsRunAPassAsAnIndexedJob, on a fake API server (the install test runs the
+// real Jobs on a real node): a pass is one Indexed Job of a pod per shard, at most
+// Parallelism at once, locked down, with its spec in a ConfigMap the Job owns and the
+// keys in the move's Secret; Start again is a no-op, the next pass replaces the Job,
+// Cancel says the Jobs are still stopping until they are gone, and Forget removes the
+// keys and the checkpoints.
+func TestJobsRunAPassAsAnIndexedJob(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	limits := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
+	j := &Jobs{Client: c, Checkpoints: &ConfigMapCheckpoints{Client: c, Namespace: "ops"}, Namespace: "ops",
+		Image: "bucketkeeper:dev", ServiceAccount: "movers", Parallelism: 2, Resources: corev1.ResourceRequirements{Limits: limits, Requests: limits}}
+	spec := Spec{MoveID: "m1", Mode: ModeCopy, Pass: 2, Boundaries: []string{"g", "p"},
+		Source: Bucket{Endpoint: "http://src", Bucket: "b"}, Target: Bucket{Endpoint: "http://tgt", Bucket: "b"}}
+	keys := Credentials{AccessKeyID: "AK", SecretAccessKey: "SK"}
+	for range 2 {
+		if err := j.Start(ctx, Move{Spec: spec, Source: keys, Target: keys}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := &batchv1.JobList{}
+	if err := c.List(ctx, jobs, client.InNamespace("ops")); err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("%d Jobs (%v), want 1", len(jobs.Items), err)
+	}
+	job := jobs.Items[0]
+	pod := job.Spec.Template.Spec
+	ctr := pod.Containers[0]
+	switch {
+	case job.Name != JobName("m1", 2) || *job.Spec.Completions != 3 || *job.Spec.Parallelism != 2 || *job.Spec.CompletionMode != batchv1.IndexedCompletion:
+		t.Errorf("Job %s: %d completions, parallelism %d, mode %s; want 3 shards, 2 at once, Indexed", job.Name, *job.Spec.Completions, *job.Spec.Parallelism, *job.Spec.CompletionMode)
+	case pod.ServiceAccountName != "movers" || !*pod.SecurityContext.RunAsNonRoot || !*ctr.SecurityContext.ReadOnlyRootFilesystem ||
+		*ctr.SecurityContext.AllowPrivilegeEscalation || ctr.Resources.Limits.Memory().String() != "128Mi":
+		t.Errorf("pod: service account %q, security %+v / %+v, limits %v", pod.ServiceAccountName, pod.SecurityContext, ctr.SecurityContext, ctr.Resources.Limits)
+	case ctr.Image != "bucketkeeper:dev" || ctr.Args[0] != "mover":
+		t.Errorf("container runs %s %v, want the operator's image's mover subcommand", ctr.Image, ctr.Args)
+	}
+	specCM := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ops", Name: job.Name}, specCM); err != nil || len(specCM.OwnerReferences) != 1 || specCM.OwnerReferences[0].Name != job.Name {
+		t.Errorf("the pass's spec ConfigMap: %+v (%v), want it owned by the Job", specCM.ObjectMeta, err)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ops", Name: credentialsSecretName("m1")}, secret); err != nil || string(secret.Data[CredentialsSourceSecretAccessKey]) != "SK" {
+		t.Errorf("the move's keys: %v", err)
+	}
+
+	next := spec
+	next.Pass, next.Mode = 3, ModeFinal
+	if err := j.Start(ctx, Move{Spec: next, Source: keys, Target: keys}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, jobs, client.InNamespace("ops")); err != nil || len(jobs.Items) != 1 || jobs.Items[0].Name != JobName("m1", 3) {
+		t.Fatalf("after the next pass: %d Jobs (%v), want only pass 3's", len(jobs.Items), err)
+	}
+
+	if err := j.Forget(ctx, "m1"); !errors.Is(err, ErrStopping) {
+		t.Fatalf("Forget with a Job running: %v, want ErrStopping", err)
+	}
+	if err := j.Forget(ctx, "m1"); err != nil {
+		t.Fatalf("Forget once the Jobs are gone: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); err == nil {
+		t.Error("the move's keys outlive Forget")
+	}
+}
