@@ -188,7 +188,7 @@ func (j *Jobs) job(spec *Spec, name string) *batchv1.Job {
 					TerminationGracePeriodSeconds: ptr.To(int64(10)),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
-						FSGroup: ptr.To(int64(65532)), // the keys' files are the group's to read (0440)
+						FSGroup:        ptr.To(int64(65532)), // the keys' files are the group's to read (0440)
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
