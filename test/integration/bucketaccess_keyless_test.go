@@ -459,7 +459,9 @@ func TestKeylessRoleFollowsItsGrant(t *testing.T) {
 
 // TestKeylessStoreReportsAnUnreachableIssuer: a store told to trust an issuer the
 // operator cannot read says so (WebIdentityReady=False, IssuerUnreachable), and a
-// keyless access on it waits (WebIdentityNotReady) with nothing sent to the store.
+// keyless access on it waits (WebIdentityNotReady) with nothing written to the store
+// (the access collector's sweep may list its roles meanwhile: it deletes only those
+// of accesses that are gone).
 func TestKeylessStoreReportsAnUnreachableIssuer(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, rgwSTS, withIAMOn(rgwSTS), func(s *bkv1.ObjectStore) {
@@ -470,6 +472,9 @@ func TestKeylessStoreReportsAnUnreachableIssuer(t *testing.T) {
 	f.waitAccessCondition(f.keylessAccess("app", "app-creds", "app", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}),
 		bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonWebIdentityNotReady)
 	for op, n := range iamRequests.snapshot(f.store) {
+		if strings.HasPrefix(op, "List") {
+			continue
+		}
 		if strings.Contains(op, "Role") || strings.Contains(op, "OpenIDConnect") || op == "CreateUser" {
 			t.Errorf("%d %s sent for a store whose issuer cannot be read", n, op)
 		}
