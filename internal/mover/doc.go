@@ -2,10 +2,10 @@
 // bucket's objects (or every version and delete marker) from one S3-compatible store
 // to another, verifies them, and keeps copying what changes until the controller
 // stops the source's writes for the cutover. The reconcile loop is to never copy a
-// byte: it starts passes through a [Runner] (Indexed Jobs running `bucketkeeper
-// mover`, or [InProcess] where there is no kubelet) and reads where they are from
-// checkpoints (the StorageBucket controller's move*.go files). InProcess is the only
-// Runner written so far: the Jobs runner is not.
+// byte: it starts passes through a [Runner] ([Jobs]: an Indexed Job of
+// `bucketkeeper mover` pods per pass, or [InProcess] where there is no kubelet) and
+// reads where they are from checkpoints (the StorageBucket controller's move*.go
+// files).
 //
 // A move is a sequence of passes over the source's key space, split into shards (key
 // ranges) that run side by side:
@@ -32,7 +32,8 @@
 //     cannot be copied (the pass goes on, the move cannot cut over), stop the pass on
 //     what no retry fixes.
 //   - progress.go: a pass's shards summed for status and metrics.
-//   - runner.go: the Runner interface and the in-process runner; clients.go: the
+//   - runner.go: the Runner interface and the in-process runner; jobs.go: the Jobs
+//     runner (a pass's Indexed Job, its spec, the move's keys); clients.go: the
 //     stores' clients and the credentials, which never travel in a Spec.
 //
 // # Verification

@@ -16,10 +16,9 @@ import (
 // Every method is level-triggered: a reconcile calls Start with the pass it wants
 // every time, and reads where the move is from Progress (the checkpoints), never
 // from what it asked before, so a restarted operator carries on where the last
-// one was. InProcess (goroutines of the calling process) is the one written; the
-// Jobs runner (the mover subcommand in Indexed Jobs of the operator's namespace) is
-// not, yet: the subcommand runs a shard the way such a Job would
-// (cmd/bucketkeeper/mover.go).
+// one was. Jobs runs the mover subcommand (cmd/bucketkeeper/mover.go) in Indexed
+// Jobs of the operator's namespace; InProcess runs the same code in goroutines of
+// the calling process.
 type Runner interface {
 	// Start starts move's pass on every shard that has not finished it, unless it
 	// runs already. It returns at once.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,7 +138,8 @@ func isTrue(sb *bkv1.StorageBucket, typ string) bool {
 }
 
 // TestMoveCancelledBeforeCutover cancels a move while it copies (its target's request
-// budget keeps it copying for a while): the target bucket is emptied and deleted, the
+// budget keeps it copying for a while), after a quiet tenant's claim on the target
+// became Ready meanwhile: the target bucket is emptied and deleted, the
 // source's objects and policy are as they were, the application's key still writes
 // there, and the move's checkpoints are gone. Then the claim is moved again and
 // deleted mid-copy: its deletion removes the half-copied target too.
@@ -168,6 +170,22 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 		return copying
 	}
 	copying := startMove()
+
+	// A quiet tenant's claim on the target converges while the move copies: the
+	// mover spends half of the store's request budget, not all of it.
+	quietNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sb-quiet-"}}
+	must(t, k8s.Create(f.ctx, quietNS))
+	quiet := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: quietNS.Name, Name: "quiet"},
+		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: target}, DeletionPolicy: bkv1.DeletionPolicyDelete}}
+	must(t, k8s.Create(f.ctx, quiet))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), quiet) })
+	f.waitCondition(quiet, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	if m := f.get(sb).Status.Move; m.Phase != bkv1.MoveCopying && m.Phase != bkv1.MoveCatchingUp {
+		t.Errorf("the quiet claim was Ready only once the move was %s", m.Phase)
+	}
+	must(t, k8s.Delete(f.ctx, quiet))
+	f.waitGone(quiet)
+
 	f.update(k8s, sb, func() { sb.Spec.ObjectStoreRef.Name = f.store })
 	aborted := f.waitMove(sb, bkv1.MoveAborted, 2*time.Minute)
 	if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
