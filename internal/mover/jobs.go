@@ -221,11 +221,7 @@ func (j *Jobs) job(spec *Spec, name string) *batchv1.Job {
 
 // Progress reads the pass from the checkpoints its pods write.
 func (j *Jobs) Progress(ctx context.Context, moveID string, pass, shards int) (Progress, error) {
-	cps, err := j.Checkpoints.List(ctx, moveID)
-	if err != nil {
-		return Progress{}, err
-	}
-	return Summarize(cps, pass, shards, time.Now()), nil
+	return progressOf(ctx, j.Checkpoints, moveID, pass, shards)
 }
 
 // Cancel deletes the move's Jobs and returns once they are gone: their pods are

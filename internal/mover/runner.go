@@ -141,7 +141,12 @@ func (r *InProcess) runShard(ctx context.Context, spec *Spec, i int, stores Stor
 
 // Progress reads the pass from the checkpoints.
 func (r *InProcess) Progress(ctx context.Context, moveID string, pass, shards int) (Progress, error) {
-	cps, err := r.Checkpoints.List(ctx, moveID)
+	return progressOf(ctx, r.Checkpoints, moveID, pass, shards)
+}
+
+// progressOf reads a pass of a move from its checkpoints, whoever runs its movers.
+func progressOf(ctx context.Context, checkpoints Checkpoints, moveID string, pass, shards int) (Progress, error) {
+	cps, err := checkpoints.List(ctx, moveID)
 	if err != nil {
 		return Progress{}, err
 	}

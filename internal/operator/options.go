@@ -309,12 +309,9 @@ func (o *Options) moverNamespace() (string, error) {
 	if o.MoverNamespace != "" {
 		return o.MoverNamespace, nil
 	}
-	if o.LeaderElectionNamespace != "" {
-		return o.LeaderElectionNamespace, nil
-	}
-	data, err := os.ReadFile(inClusterNamespaceFile)
+	ns, err := o.leaseNamespace()
 	if err != nil {
-		return "", fmt.Errorf("moves keep their checkpoints in the operator's namespace: outside a cluster, name it with --mover-namespace (%w)", err)
+		return "", fmt.Errorf("moves keep their checkpoints in the operator's namespace: outside a cluster, name it with --mover-namespace (%w)", errors.Unwrap(err))
 	}
-	return strings.TrimSpace(string(data)), nil
+	return ns, nil
 }

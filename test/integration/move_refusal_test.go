@@ -84,10 +84,7 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 			}
 			before := requests.snapshot(target)
 
-			f.update(k8s, sb, func() {
-				sb.Spec.Move = &bkv1.MoveSpec{}
-				sb.Spec.ObjectStoreRef.Name = target
-			})
+			f.moveTo(sb, target, "")
 			refused := f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonMoveNotAllowed)
 			if c := findCond(refused, bkv1.ConditionStalled); !strings.Contains(c.Message, tc.want) {
 				t.Errorf("refusal %q does not name %q", c.Message, tc.want)
@@ -155,10 +152,7 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 	tgtAdmin := adminOf(t, f.ctx, seaweed)
 
 	startMove := func() *bkv1.StorageBucket {
-		f.update(k8s, sb, func() {
-			sb.Spec.Move = &bkv1.MoveSpec{}
-			sb.Spec.ObjectStoreRef.Name = target
-		})
+		f.moveTo(sb, target, "")
 		copying := f.waitMove(sb, bkv1.MoveCopying, time.Minute)
 		f.eventually(time.Minute, "objects arriving on the target", func() error {
 			page, err := tgtAdmin.ListObjectVersions(f.ctx, bucket, nil)
@@ -233,20 +227,13 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 // the bucket stays on its store with its Secret, and once the owner deletes one of
 // the two the next pass copies the rest and the move is done.
 func TestMoveStopsOnAnObjectTheTargetRefuses(t *testing.T) {
-	f := newFixture(t, rgw, withIAMOn(rgw))
-	target := f.storeOn(versity, withIAMOn(versity))
-	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
-	f.waitNamedStoreCondition(target, bkv1.ConditionAccessProviderReady, metav1.ConditionTrue, "")
-	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	f, target, sb := moveBetween(t, rgw, versity)
 	bucket := sb.Status.BucketName
 	f.seedObjects(f.admin, bucket, 20)
 	must(t, f.admin.PutObject(f.ctx, bucket, "dir", []byte("a file")))
 	must(t, f.admin.PutObject(f.ctx, bucket, "dir/x", []byte("under it")))
 
-	f.update(k8s, sb, func() {
-		sb.Spec.Move = &bkv1.MoveSpec{}
-		sb.Spec.ObjectStoreRef.Name = target
-	})
+	f.moveTo(sb, target, "")
 	stuck := f.waitCondition(sb, bkv1.ConditionStalled, metav1.ConditionTrue, bkv1.ReasonMoveFailed)
 	msg := findCond(stuck, bkv1.ConditionStalled).Message
 	if !strings.Contains(msg, "1 objects could not be copied") || !strings.Contains(msg, `"dir`) {

@@ -43,10 +43,7 @@ func TestPacedMoveResumesAfterTheOperatorStops(t *testing.T) {
 	bucket := sb.Status.BucketName
 	seeded := f.seedObjects(f.admin, bucket, 200)
 	tgtAdmin := adminOf(t, f.ctx, rgw)
-	f.update(k8s, sb, func() {
-		sb.Spec.Move = &bkv1.MoveSpec{}
-		sb.Spec.ObjectStoreRef.Name = target
-	})
+	f.moveTo(sb, target, "")
 	f.waitMove(sb, bkv1.MoveCopying, time.Minute)
 	f.eventually(time.Minute, "objects arriving on the target", func() error {
 		page, err := tgtAdmin.ListObjectVersions(f.ctx, bucket, nil)
@@ -119,10 +116,7 @@ func TestMoveEveryVersion(t *testing.T) {
 	must(t, f.admin.PutObject(f.ctx, bucket, "gone", []byte("x")))
 	must(t, f.admin.DeleteObject(f.ctx, bucket, "gone"))
 
-	f.update(k8s, sb, func() {
-		sb.Spec.Move = &bkv1.MoveSpec{Versions: bkv1.MoveVersionsAll}
-		sb.Spec.ObjectStoreRef.Name = target
-	})
+	f.moveTo(sb, target, bkv1.MoveVersionsAll)
 	tgtAdmin := adminOf(t, f.ctx, seaweed)
 	f.waitMove(sb, bkv1.MoveDone, 2*time.Minute)
 	if src, tgt := historyOf(t, f, f.admin, bucket), historyOf(t, f, tgtAdmin, bucket); src != tgt {

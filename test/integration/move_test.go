@@ -46,12 +46,7 @@ func TestMoveKeepsEveryAcknowledgedWrite(t *testing.T) {
 }
 
 func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
-	f := newFixture(t, src, withIAMOn(src))
-	target := f.storeOn(tgt, withIAMOn(tgt))
-	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
-	f.waitNamedStoreCondition(target, bkv1.ConditionAccessProviderReady, metav1.ConditionTrue, "")
-
-	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	f, target, sb := moveBetween(t, src, tgt)
 	bucket := sb.Status.BucketName
 	ba := f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
 	oldKey := f.secretClient("app-creds")
@@ -59,10 +54,7 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 
 	w := f.startWriter("app-creds", bucket)
 	w.waitAcks(20)
-	f.update(k8s, sb, func() {
-		sb.Spec.Move = &bkv1.MoveSpec{}
-		sb.Spec.ObjectStoreRef.Name = target
-	})
+	f.moveTo(sb, target, "")
 	moved := f.waitMove(sb, bkv1.MoveDone, 4*time.Minute)
 	w.waitAcksAfter(10, moved.Status.Move.SwitchedAt.Time)
 	log := w.stop()
@@ -116,6 +108,27 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 			return fmt.Errorf("user %s still on the source's IAM", user)
 		}
 		return nil
+	})
+}
+
+// moveBetween makes a fixture whose store is on src and a second store on tgt, both
+// issuing keys through their IAM, and the claim "data", Ready on src; it returns the
+// target store's name.
+func moveBetween(t *testing.T, src, tgt *testenv.S3Server) (*fixture, string, *bkv1.StorageBucket) {
+	t.Helper()
+	f := newFixture(t, src, withIAMOn(src))
+	target := f.storeOn(tgt, withIAMOn(tgt))
+	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
+	f.waitNamedStoreCondition(target, bkv1.ConditionAccessProviderReady, metav1.ConditionTrue, "")
+	return f, target, f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+}
+
+// moveTo asks, as the claim's owner, for sb's bucket to move to store.
+func (f *fixture) moveTo(sb *bkv1.StorageBucket, store string, versions bkv1.MoveVersions) {
+	f.t.Helper()
+	f.update(k8s, sb, func() {
+		sb.Spec.Move = &bkv1.MoveSpec{Versions: versions}
+		sb.Spec.ObjectStoreRef.Name = store
 	})
 }
 
