@@ -18,6 +18,12 @@ type MoveSpec struct {
 	// +kubebuilder:default=Current
 	// +kubebuilder:validation:Enum=Current;All
 	Versions MoveVersions `json:"versions,omitempty"`
+	// DeleteSourceAfter deletes the bucket left on the old store this long after the
+	// cutover, with every object and version: never before the target was verified.
+	// Absent (the default), the source is kept, its writes denied, until someone
+	// deletes it on the store.
+	// +optional
+	DeleteSourceAfter *metav1.Duration `json:"deleteSourceAfter,omitempty"`
 }
 
 // MoveVersions says which versions of each key a move copies.
@@ -48,7 +54,8 @@ const (
 	// connection Secret and every BucketAccess switch to it.
 	MoveSwitching MovePhase = "Switching"
 	// MoveDone: the bucket is on the target, verified, its Secrets point there; the
-	// source bucket is kept, frozen and tagged as moved.
+	// source bucket is kept, frozen and tagged as moved, or deleted after
+	// spec.move.deleteSourceAfter.
 	MoveDone MovePhase = "Done"
 	// MoveAborted: the move was cancelled before the cutover; the target bucket was
 	// removed and the source is as it was.
@@ -115,6 +122,10 @@ type MoveStatus struct {
 	// this move's own work after a crash.
 	// +optional
 	TargetBucket string `json:"targetBucket,omitempty"`
+	// SourceDeleted says the bucket left on the old store was deleted
+	// (spec.move.deleteSourceAfter).
+	// +optional
+	SourceDeleted bool `json:"sourceDeleted,omitempty"`
 	// Message says what the move does or waits for, in words.
 	// +optional
 	Message string `json:"message,omitempty"`

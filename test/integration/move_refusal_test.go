@@ -164,6 +164,10 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 		return copying
 	}
 	copying := startMove()
+	if c := findCond(f.get(sb), bkv1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != bkv1.ReasonMoving || !isTrue(f.get(sb), bkv1.ConditionReady) {
+		t.Errorf("while it copies: Reconciling %+v, Ready %v; want Reconciling=True (Moving) and Ready", c, isTrue(f.get(sb), bkv1.ConditionReady))
+	}
+	f.waitKstatus("StorageBucket", client.ObjectKeyFromObject(sb), "InProgress")
 
 	// A quiet tenant's claim on the target converges while the move copies: the
 	// mover spends half of the store's request budget, not all of it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
@@ -99,7 +100,8 @@ func (c freezeSignal) PutBucketPolicy(ctx context.Context, bucket, policy string
 
 // TestMoveEveryVersion moves a versioned bucket from Ceph RGW to SeaweedFS with
 // spec.move.versions All: every key's history (versions and delete markers, in order)
-// is the same on the target, and its current content.
+// is the same on the target, and its current content. With deleteSourceAfter, the
+// source bucket is deleted, every version, after the grace.
 func TestMoveEveryVersion(t *testing.T) {
 	f := newFixture(t, rgw)
 	target := f.storeOn(seaweed)
@@ -116,11 +118,15 @@ func TestMoveEveryVersion(t *testing.T) {
 	must(t, f.admin.PutObject(f.ctx, bucket, "gone", []byte("x")))
 	must(t, f.admin.DeleteObject(f.ctx, bucket, "gone"))
 
-	f.moveTo(sb, target, bkv1.MoveVersionsAll)
+	srcHistory := historyOf(t, f, f.admin, bucket)
+	f.update(k8s, sb, func() {
+		sb.Spec.Move = &bkv1.MoveSpec{Versions: bkv1.MoveVersionsAll, DeleteSourceAfter: &metav1.Duration{Duration: 2 * time.Second}}
+		sb.Spec.ObjectStoreRef.Name = target
+	})
 	tgtAdmin := adminOf(t, f.ctx, seaweed)
 	f.waitMove(sb, bkv1.MoveDone, 2*time.Minute)
-	if src, tgt := historyOf(t, f, f.admin, bucket), historyOf(t, f, tgtAdmin, bucket); src != tgt {
-		t.Errorf("histories differ:\nsource %s\ntarget %s", src, tgt)
+	if tgt := historyOf(t, f, tgtAdmin, bucket); srcHistory != tgt {
+		t.Errorf("histories differ:\nsource %s\ntarget %s", srcHistory, tgt)
 	}
 	if body, err := tgtAdmin.GetObject(f.ctx, bucket, "kept", 100); err != nil || string(body) != "last" {
 		t.Errorf("kept on the target: %q, %v", body, err)
@@ -128,6 +134,25 @@ func TestMoveEveryVersion(t *testing.T) {
 	if _, err := tgtAdmin.GetObject(f.ctx, bucket, "history", 100); s3.KindOf(err) != s3.KindNotFound {
 		t.Errorf("history, deleted last, on the target: %v", err)
 	}
+
+	// spec.move.deleteSourceAfter: the source goes, every version with it, after the
+	// grace; the bucket stays on its new store.
+	f.eventually(time.Minute, "the source deleted after the grace", func() error {
+		if m := f.get(sb).Status.Move; !m.SourceDeleted {
+			return fmt.Errorf("move %+v", m)
+		}
+		return nil
+	})
+	if _, err := f.admin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
+		t.Errorf("the source bucket after deleteSourceAfter: %v, want it gone", err)
+	}
+	if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); err != nil {
+		t.Errorf("the moved bucket on its new store: %v", err)
+	}
+	if ev := f.eventReasons(sb); ev[bkv1.ReasonMoving] == 0 || ev[bkv1.ReasonMoved] < 2 {
+		t.Errorf("events %v: want Moving at each phase, Moved for the move and for the source's deletion", ev)
+	}
+	f.waitKstatus("StorageBucket", client.ObjectKeyFromObject(sb), "Current")
 }
 
 // historyOf writes each key's versions, newest first, as V (a version) and D (a

@@ -210,7 +210,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
 	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
-	if failure == nil && moving(sb) {
+	if failure == nil && (moving(sb) || hasSourceDue(sb)) {
 		// Only a bucket reconciled in full on its home store moves (move.go).
 		step := r.reconcileMove(ctx, scope)
 		r.reportMove(sb, step)

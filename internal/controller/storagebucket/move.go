@@ -57,6 +57,17 @@ func moving(sb *bkv1.StorageBucket) bool {
 	return sb.Spec.ObjectStoreRef.Name != sb.HomeStore() || !sb.Status.Move.Terminal()
 }
 
+// sourceDue says whether a finished move's source is yet to be deleted
+// (spec.move.deleteSourceAfter), and from when.
+func sourceDue(sb *bkv1.StorageBucket) (time.Time, bool) {
+	m := sb.Status.Move
+	if m == nil || m.Phase != bkv1.MoveDone || m.SourceDeleted || m.SwitchedAt == nil ||
+		sb.Spec.Move == nil || sb.Spec.Move.DeleteSourceAfter == nil || sb.HomeStore() != m.To {
+		return time.Time{}, false
+	}
+	return m.SwitchedAt.Add(sb.Spec.Move.DeleteSourceAfter.Duration), true
+}
+
 // reconcileMove runs after the bucket was reconciled on its home store: the pass that
 // moves it there is visible here, phase by phase.
 func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) moveStep {
@@ -66,6 +77,8 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	switch {
 	case m != nil && m.Phase == bkv1.MoveSwitching && home == m.To:
 		return r.finishMove(ctx, scope)
+	case home == want && hasSourceDue(sb):
+		return r.deleteSource(ctx, scope)
 	case home == want && m.Terminal():
 		return moveStep{}
 	case !m.Terminal() && (home == want || m.To != want):

@@ -133,8 +133,8 @@ func copiesVersions(sb *bkv1.StorageBucket) bool {
 }
 
 // removeMoveTarget empties and deletes the bucket an unfinished move made on its
-// target, a page of versions at a time (done says it is gone). Only a bucket tagged as
-// this claim's, or the untagged one status.move says the move created, is touched.
+// target (done says it is gone). Only a bucket tagged as this claim's, or the
+// untagged one status.move says the move created, is touched.
 func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucket, m *bkv1.MoveStatus) (bool, error) {
 	if m.TargetBucket == "" {
 		return true, nil // the move created nothing
@@ -150,48 +150,55 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 	if err != nil {
 		return false, err
 	}
+	done, err := r.removeBucketOf(ctx, sb, store, c, m.TargetBucket, m.ID)
+	if done {
+		r.moveTargets.Delete(m.ID)
+	}
+	return done, err
+}
+
+// removeBucketOf empties and deletes bucket on store for a move (key names it in this
+// process's memory), a page of versions at a time: done says it is gone, and stays
+// gone for MoveTargetSettle after this process deleted it (a write a stopped mover
+// sent may still be carried out, and SeaweedFS makes the bucket again for it). Only a
+// bucket tagged as this claim's, or an untagged one that is empty, is touched: the
+// move creates and tags its buckets before it copies into them.
+func (r *Reconciler) removeBucketOf(ctx context.Context, sb *bkv1.StorageBucket, store *bkv1.ObjectStore, c s3.Client, bucket, key string) (bool, error) {
 	me, err := r.ownerOf(ctx, sb)
 	if err != nil {
 		return false, err
 	}
-	bucket := m.TargetBucket
 	tags, err := headBucket(ctx, c, bucket)
 	if s3.KindOf(err) == s3.KindNotFound {
-		// A write the stopped mover sent may still be carried out, and SeaweedFS
-		// makes the bucket again for it: gone means gone for MoveTargetSettle after
-		// this process deleted it.
-		if at, ok := r.moveTargetsRemoved.Load(m.ID); ok && r.Clock.Now().Before(at.(time.Time).Add(defaults.MoveTargetSettle)) {
+		if at, ok := r.moveTargetsRemoved.Load(key); ok && r.Clock.Now().Before(at.(time.Time).Add(defaults.MoveTargetSettle)) {
 			return false, nil
 		}
-		r.moveTargets.Delete(m.ID)
-		r.moveTargetsRemoved.Delete(m.ID)
+		r.moveTargetsRemoved.Delete(key)
 		return true, nil
 	}
 	if err == nil && tags == nil {
 		tags, err = c.GetBucketTagging(ctx, bucket)
 	}
 	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("checking the move's target bucket %q", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q of ObjectStore %q", bucket, store.Name))
 	}
 	switch me.of(tags, false) {
 	case ownedByUs:
 	case unowned:
-		// The move creates its target and tags it before copying anything: an
-		// untagged one of its name that holds objects is someone else's.
 		page, err := c.ListObjectVersions(ctx, bucket, nil)
 		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the move's untagged target bucket %q", bucket))
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the untagged bucket %q of ObjectStore %q", bucket, store.Name))
 		}
 		if len(page.Versions) > 0 {
-			return true, nil
+			return true, nil // someone else's
 		}
 	default:
-		return true, nil // not this move's: left alone
+		return true, nil // not this claim's: left alone
 	}
 	for range defaults.MoveRemovePagesPerPass {
 		page, err := c.ListObjectVersions(ctx, bucket, nil)
 		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the move's target bucket %q", bucket))
+			return false, reconcile.AsStepError(err, fmt.Sprintf("listing bucket %q of ObjectStore %q", bucket, store.Name))
 		}
 		if len(page.Versions) == 0 {
 			break
@@ -201,7 +208,7 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
 		}
 		if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("emptying the move's target bucket %q", bucket))
+			return false, reconcile.AsStepError(err, fmt.Sprintf("emptying bucket %q of ObjectStore %q", bucket, store.Name))
 		}
 		if page.Next == nil {
 			break
@@ -214,9 +221,9 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 		if s3.KindOf(err) == s3.KindNotEmpty {
 			return false, nil // more pages: the next pass goes on
 		}
-		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting the move's target bucket %q", bucket))
+		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q of ObjectStore %q", bucket, store.Name))
 	}
-	r.moveTargetsRemoved.Store(m.ID, r.Clock.Now())
+	r.moveTargetsRemoved.Store(key, r.Clock.Now())
 	return false, nil // done once it stays gone
 }
 

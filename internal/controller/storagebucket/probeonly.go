@@ -99,7 +99,7 @@ func (r *Reconciler) probeOnly(ctx context.Context, sb *bkv1.StorageBucket, patc
 	}
 	key := client.ObjectKeyFromObject(sb)
 	rec, ok := r.passes.get(key)
-	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || moving(sb) {
+	if !ok || rec.uid != sb.UID || rec.object != sb.ResourceVersion || !lastVerified(sb) || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || moving(sb) || sourceDeletionDue(sb, r.Clock.Now()) {
 		return ctrl.Result{}, false
 	}
 	if requested := sb.Annotations[bkv1.AnnotationProbeRequestedAt]; requested != "" && requested != sb.Status.LastHandledProbeRequest {
