@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -27,19 +25,11 @@ var acquired = regexp.MustCompile(`(?i)successfully acquired lease`)
 // within the lease duration and carries on: probes on request, no bucket created twice,
 // new claims served.
 func TestFailoverWithBinary(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	must(t, err)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bucketkeeper")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/bucketkeeper")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/bucketkeeper: %v\n%s", err, out)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
-	a := startBinary(t, bin, kubeconfig, filepath.Join(dir, "a.log"))
-	b := startBinary(t, bin, kubeconfig, filepath.Join(dir, "b.log"))
+	bin, kubeconfig := buildOperator(t, dir)
+	leaderElect := []string{"--leader-elect", "--leader-election-namespace", "default"}
+	a := startBinary(t, bin, kubeconfig, filepath.Join(dir, "a.log"), leaderElect...)
+	b := startBinary(t, bin, kubeconfig, filepath.Join(dir, "b.log"), leaderElect...)
 	f := newFixture(t, "")
 
 	const n = 20
@@ -123,39 +113,3 @@ func TestFailoverWithBinary(t *testing.T) {
 	// The fixture's cleanup deletes the 21 claims while the survivor still runs: its
 	// t.Cleanup was registered after startBinary's, so it runs first.
 }
-
-// binary is one replica of the operator running as its own process.
-type binary struct {
-	*testenv.Process
-	log string
-}
-
-// startBinary starts a replica with its output in logPath. It is killed with the test
-// process (Pdeathsig) and stopped by PID when the test ends, failed or not.
-func startBinary(t *testing.T, bin, kubeconfig, logPath string) *binary {
-	t.Helper()
-	proc, err := testenv.StartProcess(bin, []string{"--kubeconfig", kubeconfig,
-		"--leader-elect", "--leader-election-namespace", "default",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--zap-log-level", "info"}, nil, "", logPath)
-	if err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	p := &binary{Process: proc, log: logPath}
-	t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("--- %s (PID %d), tail ---\n%s", filepath.Base(logPath), p.PID(), testenv.Tail(p.logText(), 6000))
-		}
-	})
-	return p
-}
-
-func (p *binary) logText() string {
-	b, _ := os.ReadFile(p.log)
-	return string(b)
-}
-
-func (p *binary) logHas(re *regexp.Regexp) bool { return re.MatchString(p.logText()) }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+	"github.com/bucketkeeper/bucketkeeper/test/workload"
 )
 
 // TestMoveKeepsEveryAcknowledgedWrite moves a bucket between stores while an
@@ -57,12 +55,12 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 	f.moveTo(sb, target, "")
 	moved := f.waitMove(sb, bkv1.MoveDone, 4*time.Minute)
 	w.waitAcksAfter(10, moved.Status.Move.SwitchedAt.Time)
-	log := w.stop()
+	log := w.Stop()
 
 	tgtAdmin := adminOf(t, f.ctx, tgt)
-	lost := log.lostOn(f.ctx, tgtAdmin, bucket)
+	lost := log.LostOn(f.ctx, tgtAdmin, bucket)
 	t.Logf("%s to %s: %d puts and %d deletes acknowledged (%d retried), %d lost; write pause %s; moved %d objects, %d bytes",
-		src.Kind, tgt.Kind, log.puts, log.deletes, log.retries, len(lost), moved.Status.Move.WritePause.Duration, moved.Status.Move.CopiedObjects, moved.Status.Move.CopiedBytes)
+		src.Kind, tgt.Kind, log.Puts, log.Deletes, log.Retries, len(lost), moved.Status.Move.WritePause.Duration, moved.Status.Move.CopiedObjects, moved.Status.Move.CopiedBytes)
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged writes lost, first: %v", len(lost), lost[:min(5, len(lost))])
 	}
@@ -189,78 +187,17 @@ func adminOf(t *testing.T, ctx context.Context, srv *testenv.S3Server) s3.Client
 	return c
 }
 
-// writer is an application writing through an access's Secret: it puts, overwrites
-// and deletes a set of keys, retries every request until it is acknowledged (the
-// cutover refuses writes for a while), and reads the Secret again after each failure.
+// writer is an application writing through an access's Secret (workload.Writer),
+// stopped when the test ends.
 type writer struct {
-	f              *fixture
-	secret, bucket string
-	// stopping ends the writer between requests: one cut short could have been
-	// carried out without being acknowledged, which would read as lost.
-	stopping atomic.Bool
-	done     chan struct{}
-
-	mu  sync.Mutex
-	log ackLog
-}
-
-// ackLog is what the store acknowledged: each key's last content ("" after a delete).
-type ackLog struct {
-	last                   map[string]string
-	at                     []time.Time
-	puts, deletes, retries int
+	*workload.Writer
+	f *fixture
 }
 
 func (f *fixture) startWriter(secret, bucket string) *writer {
-	w := &writer{f: f, secret: secret, bucket: bucket, done: make(chan struct{}), log: ackLog{last: map[string]string{}}}
-	go w.run(f.ctx)
-	f.t.Cleanup(func() { w.stopping.Store(true); <-w.done })
-	return w
-}
-
-func (w *writer) run(ctx context.Context) {
-	defer close(w.done)
-	key := w.f.secretClientCtx(ctx, w.secret)
-	for i := 0; !w.stopping.Load(); i++ {
-		name := fmt.Sprintf("live/%02d", i%40)
-		content := fmt.Sprintf("%s@%d", name, i)
-		del := i%5 == 4
-		for ctx.Err() == nil {
-			var err error
-			if del {
-				err = key.c.DeleteObject(ctx, w.bucket, name)
-			} else {
-				err = key.c.PutObject(ctx, w.bucket, name, []byte(content))
-			}
-			if err == nil {
-				w.ack(name, content, del)
-				break
-			}
-			w.mu.Lock()
-			w.log.retries++
-			w.mu.Unlock()
-			select { // an application's retry backoff
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			if next := w.f.secretClientCtx(ctx, w.secret); next.c != nil {
-				key = next
-			}
-		}
-	}
-}
-
-func (w *writer) ack(name, content string, del bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if del {
-		w.log.last[name] = ""
-		w.log.deletes++
-	} else {
-		w.log.last[name] = content
-		w.log.puts++
-	}
-	w.log.at = append(w.log.at, time.Now())
+	w := workload.Start(f.ctx, bucket, func(ctx context.Context) s3.Client { return f.secretClientCtx(ctx, secret).c })
+	f.t.Cleanup(func() { w.Stop() })
+	return &writer{Writer: w, f: f}
 }
 
 // waitAcks waits for n acknowledged requests.
@@ -270,45 +207,11 @@ func (w *writer) waitAcks(n int) { w.waitAcksAfter(n, time.Time{}) }
 func (w *writer) waitAcksAfter(n int, since time.Time) {
 	w.f.t.Helper()
 	w.f.eventually(90*time.Second, fmt.Sprintf("%d writes acknowledged after %s", n, since.Format(time.RFC3339)), func() error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		got := 0
-		for _, at := range w.log.at {
-			if at.After(since) {
-				got++
-			}
-		}
-		if got < n {
+		if got := w.AcksSince(since); got < n {
 			return fmt.Errorf("%d so far", got)
 		}
 		return nil
 	})
-}
-
-func (w *writer) stop() ackLog {
-	w.stopping.Store(true)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.log
-	l.last = maps.Clone(w.log.last)
-	return l
-}
-
-// lostOn lists the keys whose last acknowledged state is not what bucket holds.
-func (l ackLog) lostOn(ctx context.Context, c s3.Client, bucket string) []string {
-	var lost []string
-	for _, name := range slices.Sorted(maps.Keys(l.last)) {
-		want := l.last[name]
-		body, err := c.GetObject(ctx, bucket, name, 1<<20)
-		switch {
-		case want == "" && s3.KindOf(err) == s3.KindNotFound:
-		case want != "" && err == nil && string(body) == want:
-		default:
-			lost = append(lost, fmt.Sprintf("%s (want %q, got %q, %v)", name, want, body, err))
-		}
-	}
-	return lost
 }
 
 // secretClientCtx is secretClient for a goroutine: it never fails the test, and an
