@@ -26,6 +26,9 @@ const (
 	// "<ObjectStore>/<bucket>" of where it lives now. Its object writes are denied
 	// (MoveFreezeSid), and no key of the claim reaches it.
 	TagMovedTo = "bucketkeeper.io/moved-to"
+	// TagMoveProbe is put on an existing bucket of a move's target for a moment, to see
+	// whether the source shows it too: two ObjectStores serving one bucket.
+	TagMoveProbe = "bucketkeeper.io/move-probe"
 	// MoveFreezeSid is the Sid of the bucket policy statement that denies a moving
 	// bucket's object writes from the cutover on.
 	MoveFreezeSid = "BucketkeeperMoveFreeze"

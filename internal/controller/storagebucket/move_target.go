@@ -57,7 +57,11 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	if refusal != nil {
 		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q refuses the bucket (%s): %s; nothing was created there", target.Name, refusal.Reason, refusal.Message)
 	}
-	return &moveTargetScope{store: target, s3: c, bucket: scope.bucket, region: region}, nil
+	t := &moveTargetScope{store: target, s3: c, bucket: scope.bucket, region: region}
+	if err := refuseSameEndpoint(scope, t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // ensureMoveTarget makes the target bucket this claim's before any object is copied:
@@ -105,6 +109,11 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 	}
 	switch scope.owner.of(tags, false) {
 	case ownedByUs:
+		if m.TargetBucket != t.bucket { // found, not made by this move: maybe the source itself
+			if err := r.refuseSameBucket(ctx, scope, t, m, tags); err != nil {
+				return err
+			}
+		}
 	case unowned:
 		if m.TargetBucket != t.bucket {
 			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q already exists on ObjectStore %q and is not this claim's: a move never writes into it", t.bucket, t.store.Name)
