@@ -144,7 +144,8 @@ func run(m *testing.M) int {
 	cancel()
 	<-done
 	code = quotaTable.CheckAfterRun(code, quotaTableStores)
-	return lockTable.CheckAfterRun(code, lockTableStores)
+	code = lockTable.CheckAfterRun(code, lockTableStores)
+	return moveTable.CheckAfterRun(code, moveTableStores)
 }
 
 // startManager runs a manager with test defaults; done closes when it has stopped.
