@@ -18,7 +18,7 @@ func moveRow(from testenv.S3Kind) string { return "Moved from " + testenv.StoreT
 
 const (
 	// cellMoved is what TestMoveKeepsEveryAcknowledgedWrite proved of a pair.
-	cellMoved = "Done: every object equal, 0 acknowledged writes lost, the old key refused, the source frozen"
+	cellMoved = "Done: every object equal, 0 acknowledged writes lost, the old key refused, the aws CLI working with the switched Secret alone, the source frozen"
 	// cellMoveOntoItself is what TestMoveOntoItselfIsRefused proved of a store.
 	cellMoveOntoItself = "refused (`MoveNotAllowed`), the bucket unchanged: one bucket under two ObjectStores"
 )

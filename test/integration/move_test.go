@@ -26,7 +26,8 @@ import (
 // volume-mounting application would. Every acknowledged write is on the target with its
 // last content and every acknowledged delete absent: 0 lost, printed. The seeded
 // objects' bytes are equal, the old key is refused on the source, the new one works on
-// the target, and the source is kept frozen and tagged as moved.
+// the target (the README's aws CLI recipe too, with the switched Secret alone), and the
+// source is kept frozen and tagged as moved. Every pair of stores moves.
 func TestMoveKeepsEveryAcknowledgedWrite(t *testing.T) {
 	servers := map[testenv.S3Kind]func() *testenv.S3Server{
 		testenv.SeaweedFS: func() *testenv.S3Server { return seaweed },
@@ -84,6 +85,16 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 		t.Errorf("access after the move: store %q, key %s (old %s)", ba.Status.ObjectStore, newKey.id, oldKey.id)
 	}
 	must(t, newKey.c.PutObject(f.ctx, bucket, "after-move", []byte("new home")))
+	// The README's recipe, with the aws CLI and nothing but the switched Secret: its
+	// bucket on the target, and no other bucket there.
+	other := bucket + "-other"
+	must(t, tgtAdmin.CreateBucket(f.ctx, other, ""))
+	t.Cleanup(func() { _ = tgtAdmin.DeleteBucket(context.Background(), other) })
+	creds := &corev1.Secret{}
+	must(t, k8s.Get(f.ctx, types.NamespacedName{Namespace: f.ns, Name: "app-creds"}, creds))
+	if err := testenv.AWSCLIRecipe(f.ctx, t.TempDir(), creds.Data, string(creds.Data[bkv1.AccessSecretKeyEndpoint]), bucket, other); err != nil {
+		t.Errorf("aws CLI with the switched Secret alone: %v", err)
+	}
 	f.waitKstatus("StorageBucket", client.ObjectKeyFromObject(sb), "Current")
 
 	// The old key is refused on the source, which stays frozen and tagged as moved.
