@@ -21,7 +21,8 @@ import (
 // Ready=False InUse naming both of its claims, the moving one and one that never
 // moved, each counted once), the bucket and its objects untouched; once the move is
 // cancelled and the claims deleted, their Purge policy is carried out on the source
-// and the source goes.
+// and the source goes. The target's deletion, waiting meanwhile for the claim that
+// names it, ends with the cancel.
 func TestStoreDeletionWaitsForABucketMovingOut(t *testing.T) {
 	f := newFixture(t, seaweed)
 	target := f.storeOn(rgw, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.Moves.Into = bkv1.MoveForbidden })
@@ -72,7 +73,14 @@ func TestStoreDeletionWaitsForABucketMovingOut(t *testing.T) {
 		}
 	}
 
+	// The target's deletion waits as well while the claim names it; cancelling the
+	// move, which deletes no claim, lets it go.
+	tgt := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: target}}
+	must(t, k8s.Delete(f.ctx, tgt))
+	f.waitNamedStoreCondition(target, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonInUse)
 	f.update(k8s, sb, func() { sb.Spec.ObjectStoreRef.Name = f.store })
+	f.waitGone(tgt)
+
 	must(t, k8s.Delete(f.ctx, plain))
 	f.waitGone(plain)
 	waitInUse("data")
