@@ -62,9 +62,11 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 
 // ensureMoveTarget makes the target bucket this claim's before any object is copied:
 // created (with object lock, if the bucket has it) and tagged, or found tagged as
-// this claim's; with versioning Enabled where every version is copied or the claim
-// asks for it. The rest of the configuration is applied by the configuration step of
-// the first pass on the new home, before its connection Secret names it.
+// this claim's (on a store an earlier move left, that bucket, thawed and no longer
+// tagged as moved: see reclaimMovedBucket); with versioning Enabled where every
+// version is copied or the claim asks for it. The rest of the configuration is
+// applied by the configuration step of the first pass on the new home, before its
+// connection Secret names it.
 func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) error {
 	sb := scope.sb
 	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
@@ -105,6 +107,9 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 	}
 	switch scope.owner.of(tags, false) {
 	case ownedByUs:
+		if err := reclaimMovedBucket(ctx, t.s3, t.bucket, tags); err != nil {
+			return err
+		}
 	case unowned:
 		if m.TargetBucket != t.bucket {
 			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q already exists on ObjectStore %q and is not this claim's: a move never writes into it", t.bucket, t.store.Name)
