@@ -501,6 +501,7 @@ const AppliedNameMaxLength = 32
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=sb,categories=bucketkeeper
 // +kubebuilder:selectablefield:JSONPath=`.spec.objectStoreRef.name`
+// +kubebuilder:selectablefield:JSONPath=`.status.objectStore`
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.status.bucketName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`

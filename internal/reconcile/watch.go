@@ -17,7 +17,8 @@ import (
 // Field indexes: every "which objects use this one" question is an index lookup, never a
 // list of everything.
 const (
-	// IndexStorageBucketStore indexes StorageBuckets by spec.objectStoreRef.name.
+	// IndexStorageBucketStore indexes StorageBuckets in the cache by every store they
+	// are on (StoresOfBucket): the one they live on and, while they move, the other.
 	IndexStorageBucketStore = "spec.objectStoreRef.name"
 	// IndexStorageBucketBucketName indexes StorageBuckets by status.bucketName, to map
 	// S3 event notifications (which name buckets) to objects; only with the probe
@@ -26,6 +27,20 @@ const (
 	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
 	// Secret they reference (operator and application credentials).
 	IndexObjectStoreSecret = "spec.secretRefs"
+)
+
+// Field selectors the API server answers for StorageBuckets (the CRD's
+// selectableFields), for the questions the cache cannot answer in full (with sharding
+// it holds only this instance's buckets). Each selects on one field: the store a
+// bucket lives on and the one its spec names differ while it moves, so "every
+// StorageBucket on this store" is the union of both.
+const (
+	// FieldStorageBucketStoreRef selects by spec.objectStoreRef.name, the store the
+	// claim wants.
+	FieldStorageBucketStoreRef = "spec.objectStoreRef.name"
+	// FieldStorageBucketHomeStore selects by status.objectStore, the store the bucket
+	// lives on.
+	FieldStorageBucketHomeStore = "status.objectStore"
 )
 
 // SetupIndexes registers the field indexes both controllers rely on, and with

@@ -3,6 +3,7 @@ package objectstore
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,15 +94,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // SetupWithManager registers the reconciler: its stores, the credentials Secrets they
-// name, the deletion of a StorageBucket (which may let a store's deletion finish) and
-// the health checks a probe asks for.
+// name, the deletion of a StorageBucket or its leaving a store (either may let a
+// store's deletion finish) and the health checks a probe asks for.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.ObjectStore{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.storesOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
 		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool { return leftAStore(e.ObjectOld, e.ObjectNew) },
 		})).
 		WatchesRawSource(r.Stores.CheckRequests()).
 		WithOptions(controller.Options{RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout}).
@@ -114,6 +115,13 @@ func (r *Reconciler) storesOfSecret(ctx context.Context, o client.Object) []ctrl
 		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: store.Name}})
 	}
 	return out
+}
+
+// leftAStore says whether a StorageBucket is on fewer or other stores than before: a
+// move finished or cancelled may let the deletion of the store it left finish (the
+// map function wakes the stores of both versions).
+func leftAStore(o, n client.Object) bool {
+	return !slices.Equal(reconcile.StoresOfBucket(o.(*bkv1.StorageBucket)), reconcile.StoresOfBucket(n.(*bkv1.StorageBucket)))
 }
 
 // storeOfBucket wakes the store a bucket lives on and, while it moves, the store it

@@ -3,6 +3,7 @@ package objectstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,24 +18,18 @@ import (
 )
 
 // reconcileDelete refuses to let a store go while buckets still use it: their deletion
-// policies need the store to be carried out.
+// policies need the store to be carried out, and so does a move off it.
 func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
-	// Asked of the API server, not the cache: with sharding (--watch-label-selector)
-	// the cache holds only this instance's buckets, and every shard's must be gone.
-	users := &bkv1.StorageBucketList{}
-	if err := r.APIReader.List(ctx, users, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(reconcile.IndexStorageBucketStore, store.Name)}); err != nil {
+	users, err := r.usersOf(ctx, store.Name)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if n := len(users.Items); n > 0 {
-		names := make([]string, 0, min(n, 5))
-		for _, sb := range users.Items[:min(n, 5)] {
-			names = append(names, sb.Namespace+"/"+sb.Name)
-		}
+	if n := len(users); n > 0 {
 		more := ""
 		if n > 5 {
 			more = fmt.Sprintf(" and %d more", n-5)
 		}
-		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(names, ", "), more)
+		msg := fmt.Sprintf("deletion waits: %d StorageBuckets still use this store (%s%s); delete them first", n, strings.Join(users[:min(n, 5)], ", "), more)
 		if c := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionReady); c == nil || c.Reason != bkv1.ReasonInUse {
 			patcher.AfterWrite(func() { r.Recorder.Eventf(store, nil, corev1.EventTypeWarning, bkv1.ReasonInUse, "Delete", "%s", msg) })
 		}
@@ -50,6 +45,26 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 	if r.OnHealth != nil {
 		r.OnHealth(store.Name, nil)
 	}
-	err := reconcile.PatchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	err = reconcile.PatchMetadata(ctx, r.Client, store, func(o *bkv1.ObjectStore) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// usersOf names ("namespace/name", sorted) the StorageBuckets on store: those whose
+// spec names it and those whose bucket lives on it (status.objectStore), which differ
+// while a bucket moves, or while its move is refused. Asked of the API server, not the
+// cache: with sharding (--watch-label-selector) the cache holds only this instance's
+// buckets, and every shard's must be gone.
+func (r *Reconciler) usersOf(ctx context.Context, store string) ([]string, error) {
+	var names []string
+	for _, field := range []string{reconcile.FieldStorageBucketStoreRef, reconcile.FieldStorageBucketHomeStore} {
+		list := &bkv1.StorageBucketList{}
+		if err := r.APIReader.List(ctx, list, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(field, store)}); err != nil {
+			return nil, err
+		}
+		for _, sb := range list.Items {
+			names = append(names, sb.Namespace+"/"+sb.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }

@@ -191,7 +191,7 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 	if stuck {
 		// What will not copy in seconds keeps no application waiting: writes come
 		// back while the claim's owner sees to it.
-		if err := r.thawSource(ctx, scope); err != nil {
+		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
 			return moveWait(m, err)
 		}
 		m.FrozenAt, m.Phase, m.Pass = nil, bkv1.MoveCatchingUp, m.Pass+1
@@ -249,7 +249,7 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 		}
 	}
 	if m.FrozenAt != nil {
-		if err := r.thawSource(ctx, scope); err != nil {
+		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
 			return moveWait(m, err)
 		}
 		m.FrozenAt = nil

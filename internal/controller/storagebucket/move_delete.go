@@ -34,7 +34,7 @@ func (r *Reconciler) dropUnfinishedMove(ctx context.Context, sb *bkv1.StorageBuc
 		if err != nil {
 			return false, err
 		}
-		if err := r.thawSource(ctx, &bucketScope{sb: sb, store: home, s3: c, bucket: knownBucket(sb)}); err != nil {
+		if err := thawBucket(ctx, c, knownBucket(sb)); err != nil {
 			return false, err
 		}
 		m.FrozenAt = nil

@@ -66,11 +66,13 @@ func (r *Reconciler) freezeSource(ctx context.Context, scope *bucketScope) error
 	return nil
 }
 
-// thawSource removes the freeze from the source bucket's policy, leaving the rest.
-func (r *Reconciler) thawSource(ctx context.Context, scope *bucketScope) error {
-	current, err := scope.s3.GetBucketPolicy(ctx, scope.bucket)
+// thawBucket removes the freeze from bucket's policy, leaving the rest: the source of a
+// move cancelled or stuck after its cutover, one deleted after the move, or one a
+// move comes back into (reclaimMovedBucket).
+func thawBucket(ctx context.Context, c s3.Client, bucket string) error {
+	current, err := c.GetBucketPolicy(ctx, bucket)
 	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to allow its writes again", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to allow its writes again", bucket))
 	}
 	doc, empty, err := withoutFreeze(current)
 	if err != nil {
@@ -80,12 +82,33 @@ func (r *Reconciler) thawSource(ctx context.Context, scope *bucketScope) error {
 	case doc == current:
 		return nil
 	case empty:
-		err = scope.s3.DeleteBucketPolicy(ctx, scope.bucket)
+		err = c.DeleteBucketPolicy(ctx, bucket)
 	default:
-		err = scope.s3.PutBucketPolicy(ctx, scope.bucket, doc)
+		err = c.PutBucketPolicy(ctx, bucket, doc)
 	}
 	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("allowing the writes of bucket %q again", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("allowing the writes of bucket %q again", bucket))
+	}
+	return nil
+}
+
+// reclaimMovedBucket readies a bucket of this claim's that a move finds on its target
+// (the bucket an earlier move left on the store this one goes back to) before anything
+// is copied into it: that move's freeze is lifted, as the stores hold even their owner
+// to it, so neither the mover nor, after the switch, the applications could write; and
+// its moved-to tag goes, as the bucket is to be the claim's home again. tags are the
+// bucket's tags as read.
+func reclaimMovedBucket(ctx context.Context, c s3.Client, bucket string, tags map[string]string) error {
+	if err := thawBucket(ctx, c, bucket); err != nil {
+		return err
+	}
+	if _, moved := tags[bkv1.TagMovedTo]; !moved {
+		return nil
+	}
+	kept := maps.Clone(tags)
+	delete(kept, bkv1.TagMovedTo)
+	if err := c.PutBucketTagging(ctx, bucket, kept); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("removing the %s tag of bucket %q", bkv1.TagMovedTo, bucket))
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveS
 		return moveWait(m, err)
 	}
 	if _, err := c.HeadBucket(ctx, scope.bucket); s3.KindOf(err) != s3.KindNotFound {
-		if err := r.thawSource(ctx, &bucketScope{sb: sb, store: source, s3: c, bucket: scope.bucket}); err != nil {
+		if err := thawBucket(ctx, c, scope.bucket); err != nil {
 			return moveWait(m, err)
 		}
 	}

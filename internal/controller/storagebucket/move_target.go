@@ -66,9 +66,11 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 
 // ensureMoveTarget makes the target bucket this claim's before any object is copied:
 // created (with object lock, if the bucket has it) and tagged, or found tagged as
-// this claim's; with versioning Enabled where every version is copied or the claim
-// asks for it. The rest of the configuration is applied by the configuration step of
-// the first pass on the new home, before its connection Secret names it.
+// this claim's (on a store an earlier move left, that bucket, thawed and no longer
+// tagged as moved: see reclaimMovedBucket); with versioning Enabled where every
+// version is copied or the claim asks for it. The rest of the configuration is
+// applied by the configuration step of the first pass on the new home, before its
+// connection Secret names it.
 func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) error {
 	sb := scope.sb
 	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
@@ -113,6 +115,11 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 			if err := r.refuseSameBucket(ctx, scope, t, m, tags); err != nil {
 				return err
 			}
+			tags = maps.Clone(tags)
+			delete(tags, bkv1.TagMoveProbe) // taken off by refuseSameBucket
+		}
+		if err := reclaimMovedBucket(ctx, t.s3, t.bucket, tags); err != nil {
+			return err
 		}
 	case unowned:
 		if m.TargetBucket != t.bucket {
