@@ -160,6 +160,14 @@ type MoveGuardrails struct {
 	// +kubebuilder:default=Allowed
 	// +kubebuilder:validation:Enum=Allowed;Forbidden
 	OutOf MovePermission `json:"outOf,omitempty"`
+	// MaxParallelism is the most mover pods (shards) of one pass of a move into or
+	// out of this store that run at once; a move between two stores runs at the
+	// smaller of theirs, and never above the operator's --mover-parallelism. Unset:
+	// one per shard.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxParallelism *int32 `json:"maxParallelism,omitempty"`
 }
 
 // MovePermission allows or forbids moves.

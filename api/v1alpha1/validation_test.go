@@ -240,6 +240,8 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"policy principal account with a wildcard", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"*"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"policy principal account with a colon", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{"arn:aws:iam::1:root"}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"empty policy principal account", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{""}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
+		{"mover parallelism of 0", spec{"guardrails": map[string]any{"moves": map[string]any{"maxParallelism": 0}}}, "maxParallelism in body should be greater than or equal to 1"},
+		{"unknown move permission", spec{"guardrails": map[string]any{"moves": map[string]any{"into": "Sometimes"}}}, `supported values: "Allowed", "Forbidden"`},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {

@@ -162,15 +162,13 @@ func (j *Jobs) ensureCredentials(ctx context.Context, moveID string, source, tar
 	return nil
 }
 
-// job is the Indexed Job of one pass: a pod per shard, at most Parallelism at once,
+// job is the Indexed Job of one pass: a pod per shard, at most Parallelism (and the
+// spec's) at once,
 // each as locked down as the operator's own (non-root, read-only root, no
 // capabilities, the runtime's seccomp profile).
 func (j *Jobs) job(spec *Spec, name string) *batchv1.Job {
 	shards := int32(spec.RunShards())
-	parallelism := shards
-	if j.Parallelism > 0 && j.Parallelism < shards {
-		parallelism = j.Parallelism
-	}
+	parallelism := int32(runningShards(spec, int(j.Parallelism)))
 	labels := j.labels(spec.MoveID)
 	podLabels := maps.Clone(labels)
 	return &batchv1.Job{

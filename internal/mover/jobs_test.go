@@ -82,3 +82,35 @@ func TestJobsRunAPassAsAnIndexedJob(t *testing.T) {
 		t.Error("the move's keys outlive Forget")
 	}
 }
+
+// TestRunningShards: a pass runs at most as many shards at once as the store admins
+// (the spec) and the operator (the runner's bound) allow, the smaller of the two.
+func TestRunningShards(t *testing.T) {
+	spec := func(boundaries, parallelism int) *Spec {
+		s := &Spec{Mode: ModeCopy, Parallelism: parallelism}
+		for i := range boundaries {
+			s.Boundaries = append(s.Boundaries, string(rune('a'+i)))
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		spec  *Spec
+		bound int
+		want  int
+	}{
+		{spec(3, 0), 0, 4},
+		{spec(3, 0), 2, 2},
+		{spec(3, 1), 2, 1},
+		{spec(3, 3), 2, 2},
+		{spec(1, 8), 8, 2},
+		{&Spec{Mode: ModePlan, Shards: 4, Parallelism: 2}, 0, 1},
+	} {
+		if got := runningShards(tc.spec, tc.bound); got != tc.want {
+			t.Errorf("runningShards(%d shards, spec %d, bound %d) = %d, want %d", tc.spec.RunShards(), tc.spec.Parallelism, tc.bound, got, tc.want)
+		}
+	}
+	j := &Jobs{Parallelism: 3}
+	if got := *j.job(spec(3, 1), "p").Spec.Parallelism; got != 1 {
+		t.Errorf("a Job of a spec bounded to 1 runs %d pods at once", got)
+	}
+}

@@ -110,12 +110,34 @@ func (r *InProcess) Start(ctx context.Context, move Move) error {
 	go func() {
 		defer close(run.done)
 		var wg sync.WaitGroup
+		slots := make(chan struct{}, runningShards(&spec, 0))
 		for i := range spec.RunShards() {
-			wg.Go(func() { r.runShard(runCtx, &spec, i, stores) })
+			wg.Go(func() {
+				select { // a shard waits for a slot as a Job's pod waits for its turn
+				case slots <- struct{}{}:
+				case <-runCtx.Done():
+					return
+				}
+				defer func() { <-slots }()
+				r.runShard(runCtx, &spec, i, stores)
+			})
 		}
 		wg.Wait()
 	}()
 	return nil
+}
+
+// runningShards is how many shards of the pass run at once: every one, unless the
+// spec (the store admins) or the runner (bound, the operator's flag; zero: none)
+// says fewer.
+func runningShards(spec *Spec, bound int) int {
+	n := spec.RunShards()
+	for _, b := range []int{spec.Parallelism, bound} {
+		if b > 0 && b < n {
+			n = b
+		}
+	}
+	return n
 }
 
 // runShard runs one shard until its pass is done, again after each error.

@@ -39,7 +39,10 @@ type Spec struct {
 	// at the first key, the last ends with the last). Strictly increasing; every
 	// version of a key is in the key's shard.
 	Boundaries []string `json:"boundaries,omitempty"`
-	Limits     Limits   `json:"limits,omitempty"`
+	// Parallelism is the most shards of the pass that run at once: the store admins'
+	// bound (zero: every shard at once, or the runner's own bound).
+	Parallelism int    `json:"parallelism,omitempty"`
+	Limits      Limits `json:"limits,omitempty"`
 }
 
 // Bucket is one side of a move: a bucket on a store and how to reach it.
@@ -205,6 +208,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Pass < 1 {
 		errs = append(errs, fmt.Errorf("pass must be at least 1, not %d", s.Pass))
+	}
+	if s.Parallelism < 0 {
+		errs = append(errs, fmt.Errorf("parallelism must not be negative, not %d", s.Parallelism))
 	}
 	if !slices.IsSorted(s.Boundaries) || len(slices.Compact(slices.Clone(s.Boundaries))) != len(s.Boundaries) {
 		errs = append(errs, errors.New("boundaries must be strictly increasing"))

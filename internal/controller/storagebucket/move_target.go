@@ -248,8 +248,9 @@ func (r *Reconciler) removeBucketOf(ctx context.Context, sb *bkv1.StorageBucket,
 func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus, mode mover.Mode) (mover.Move, error) {
 	spec := mover.Spec{
 		MoveID: m.ID, Mode: mode, Pass: int(m.Pass), Boundaries: m.Boundaries, Versions: mover.VersionsCurrent,
-		Source: r.moverBucket(scope.store, scope.bucket, scope.region),
-		Target: r.moverBucket(t.store, t.bucket, t.region),
+		Source:      r.moverBucket(scope.store, scope.bucket, scope.region),
+		Target:      r.moverBucket(t.store, t.bucket, t.region),
+		Parallelism: moverParallelism(scope.store, t.store),
 	}
 	if copiesVersions(scope.sb) {
 		spec.Versions = mover.VersionsAll
@@ -266,6 +267,18 @@ func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveT
 		return mover.Move{}, err
 	}
 	return mover.Move{Spec: spec, Source: src, Target: tgt}, nil
+}
+
+// moverParallelism is the store admins' bound on a move's running shards: the smaller
+// of the two stores' guardrails.moves.maxParallelism (zero: neither sets one).
+func moverParallelism(stores ...*bkv1.ObjectStore) int {
+	n := 0
+	for _, s := range stores {
+		if p := s.Spec.Guardrails.Moves.MaxParallelism; p != nil && (n == 0 || int(*p) < n) {
+			n = int(*p)
+		}
+	}
+	return n
 }
 
 // moverBucket is one side of a move as the mover reaches it, with the move's share of
