@@ -338,6 +338,13 @@ type StorageBucketStatus struct {
 	// Move is the bucket's last move between stores, while it runs and after.
 	// +optional
 	Move *MoveStatus `json:"move,omitempty"`
+	// LeftBehind names the ObjectStores holding a copy of the bucket, frozen, that a
+	// finished move left on its old home: the claim's deletion policy applies to
+	// them too (Purge deletes them, Retain and Delete release them), and
+	// spec.move.deleteSourceAfter deletes the last one.
+	// +optional
+	// +listType=set
+	LeftBehind []string `json:"leftBehind,omitempty"`
 	// ConnectionSecretName is the Secret holding the connection details.
 	// +optional
 	ConnectionSecretName string `json:"connectionSecretName,omitempty"`

@@ -901,6 +901,11 @@ func (in *StorageBucketStatus) DeepCopyInto(out *StorageBucketStatus) {
 		*out = new(MoveStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LeftBehind != nil {
+		in, out := &in.LeftBehind, &out.LeftBehind
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Available != nil {
 		in, out := &in.Available, &out.Available
 		*out = new(bool)

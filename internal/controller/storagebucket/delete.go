@@ -38,6 +38,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket
 		}
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	if sb.Annotations[bkv1.AnnotationDeletionPolicy] != bkv1.DeletionPolicyOrphan {
+		if dropped, err := r.dropLeftBehind(ctx, sb); err != nil || !dropped {
+			if err != nil {
+				r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "carrying out the deletion policy on the copies the bucket's moves left behind"), abandonHint)
+			}
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+	}
 	done, retryIn, err := r.deleteExternal(ctx, sb, patcher)
 	if err != nil {
 		se := reconcile.AsStepError(err, "carrying out the deletion policy")
@@ -265,6 +273,9 @@ func (r *Reconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, 
 	released := withoutSystemTags(tags)
 	delete(released, bkv1.TagUID)
 	maps.Copy(released, me.releasedTags())
+	if to, ok := tags[bkv1.TagMovedTo]; ok {
+		released[bkv1.TagMovedTo] = to // a copy a move left behind says so still
+	}
 	if err := c.PutBucketTagging(ctx, bucket, released); err != nil {
 		return false, reconcile.AsStepError(err, fmt.Sprintf("releasing bucket %q", bucket))
 	}

@@ -233,6 +233,7 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 	if r.OnMoveEnd != nil {
 		r.OnMoveEnd(sb.Namespace, sb.Name, pause)
 	}
+	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, m.From, m.To)
 	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "bucket %s moved from ObjectStore %s to %s; writes paused %s", sb.Status.BucketName, m.From, m.To, m.WritePause)

@@ -3,6 +3,7 @@ package storagebucket
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,7 @@ func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveS
 		return moveWait(m, err)
 	}
 	m.SourceDeleted = true
+	sb.Status.LeftBehind = slices.DeleteFunc(sb.Status.LeftBehind, func(s string) bool { return s == m.From })
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket was deleted %s after the cutover", m.From, sb.Spec.Move.DeleteSourceAfter.Duration)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "deleted bucket %s on ObjectStore %s, the source of the move", scope.bucket, m.From)
 	return moveStep{}
