@@ -14,6 +14,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // TestPacedMoveResumesAfterTheOperatorStops stops the operator twice during a move
@@ -81,6 +82,64 @@ func TestPacedMoveResumesAfterTheOperatorStops(t *testing.T) {
 	// Only the isolated manager sees the claim: it finishes its deletion too.
 	must(t, k8s.Delete(f.ctx, done))
 	f.waitGone(done)
+}
+
+// TestPacedMoveWaitsOutASourceOutage stops the source store, a Versity server of the
+// test's own, in the middle of a move's copy to Ceph RGW. While it is down the move
+// neither cuts over nor gives up: its claim reports the store's outage, and the target
+// keeps what was copied. Once the source is back the move carries on from its
+// checkpoints and ends Done with every object equal, having written at most 1.2 times
+// the bucket's bytes.
+func TestPacedMoveWaitsOutASourceOutage(t *testing.T) {
+	t.Parallel() // mostly waiting on the paced copy: see the package doc in suite_test.go
+	src := testenv.NewS3(t, testenv.Versity)
+	f := newFixture(t, src, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 20, 20 })
+	target := f.storeOn(rgw)
+	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	seeded := f.seedObjects(f.admin, bucket, 200)
+	tgtAdmin := adminOf(t, f.ctx, rgw)
+	f.moveTo(sb, target, "")
+	f.waitMove(sb, bkv1.MoveCopying, time.Minute)
+	copied := func() (int, error) {
+		page, err := tgtAdmin.ListObjectVersions(f.ctx, bucket, nil)
+		return len(page.Versions), err
+	}
+	f.eventually(time.Minute, "objects arriving on the target", func() error {
+		if n, err := copied(); err != nil || n < 20 {
+			return fmt.Errorf("%d so far (%v)", n, err)
+		}
+		return nil
+	})
+
+	must(t, src.Stop())
+	f.eventually(time.Minute, "the claim to report its store down", func() error {
+		got := f.get(sb)
+		if c := findCond(got, bkv1.ConditionAvailable); c == nil || c.Status == metav1.ConditionTrue {
+			return fmt.Errorf("conditions: %s", describe(got.Status.Conditions))
+		}
+		return nil
+	})
+	during := f.get(sb)
+	if m := during.Status.Move; m == nil || m.Phase != bkv1.MoveCopying || during.Status.ObjectStore != f.store {
+		t.Fatalf("during the source's outage: objectStore %q, move %+v; want it still copying from %s", during.Status.ObjectStore, during.Status.Move, f.store)
+	}
+	held, err := copied()
+	must(t, err)
+	t.Logf("source down with %d objects on the target: %s", held, describe(during.Status.Conditions))
+
+	must(t, src.Start())
+	done := f.waitMove(sb, bkv1.MoveDone, 3*time.Minute)
+	m := done.Status.Move
+	t.Logf("done after the outage: %d objects, %d of %d bytes copied, write pause %s", m.CopiedObjects, m.CopiedBytes, m.TotalBytes, m.WritePause.Duration)
+	if float64(m.CopiedBytes) > 1.2*float64(m.TotalBytes) {
+		t.Errorf("copied %d bytes of a %d-byte bucket: more than 1.2 times", m.CopiedBytes, m.TotalBytes)
+	}
+	for key, sum := range seeded {
+		if body, err := tgtAdmin.GetObject(f.ctx, bucket, key, 1<<20); err != nil || sha256Of(body) != sum {
+			t.Fatalf("object %s on the target: %v", key, err)
+		}
+	}
 }
 
 // freezeSignal closes frozen once the operator has frozen a source's writes.
