@@ -3,6 +3,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -46,7 +47,7 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 	}
 	for i := range snap.buckets {
 		sb := &snap.buckets[i]
-		if sb.Spec.ObjectStoreRef.Name != view.Name || !sb.DeletionTimestamp.IsZero() ||
+		if sb.HomeStore() != view.Name || !sb.DeletionTimestamp.IsZero() ||
 			!reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" {
 			continue
 		}
@@ -82,8 +83,8 @@ func bucketOwned(snap *snapshot, store, bucket string, tags map[string]string, c
 	if claim := sb.Namespace + "/" + sb.Name; len(claim) <= bkv1.MaxTagValueLength && tags[bkv1.TagClaim] != claim {
 		return fmt.Sprintf("uid tag names live claim %s but its claim tag says %q", claim, tags[bkv1.TagClaim])
 	}
-	if sb.Spec.ObjectStoreRef.Name != store {
-		return fmt.Sprintf("tagged for claim %s/%s, whose store is %s, not %s", sb.Namespace, sb.Name, sb.Spec.ObjectStoreRef.Name, store)
+	if !holdsACopy(sb, store) {
+		return fmt.Sprintf("tagged for claim %s/%s, whose store is %s, not %s", sb.Namespace, sb.Name, sb.HomeStore(), store)
 	}
 	if known := knownBucket(sb); known != "" && known != bucket {
 		return fmt.Sprintf("tagged for claim %s/%s, which holds bucket %s: one claim, two buckets", sb.Namespace, sb.Name, known)
@@ -101,11 +102,26 @@ func untagged(snap *snapshot, view StoreView, bucket string, tags map[string]str
 	}
 	for i := range snap.buckets {
 		sb := &snap.buckets[i]
-		if sb.Spec.ObjectStoreRef.Name == view.Name && knownBucket(sb) == bucket {
+		if knownBucket(sb) == bucket && (sb.HomeStore() == view.Name || movingTo(sb) == view.Name) {
 			return ""
 		}
 	}
 	return "has no ownership tags and no live claim records it: made by the operator, and left to no one"
+}
+
+// holdsACopy says whether a claim's bucket may be on store: the store it lives on, the
+// store it moves to (the target, made and tagged before the copy), or an old home a
+// finished move left a frozen copy on (status.leftBehind).
+func holdsACopy(sb *bkv1.StorageBucket, store string) bool {
+	return store == sb.HomeStore() || store == movingTo(sb) || slices.Contains(sb.Status.LeftBehind, store)
+}
+
+// movingTo is the store a claim's bucket moves to, "" when it does not move.
+func movingTo(sb *bkv1.StorageBucket) string {
+	if want := sb.Spec.ObjectStoreRef.Name; want != sb.HomeStore() {
+		return want
+	}
+	return ""
 }
 
 // knownBucket is the bucket a claim recorded, in status or in its create intent.

@@ -93,3 +93,25 @@ func TestUntaggedBucket(t *testing.T) {
 	w.without("early")
 	expectNone(t, w.check(t))
 }
+
+// TestBucketsOfAMovingClaim: mid-move the claim names the target while it lives on its
+// old home, where its bucket is bound; once moved, the frozen copy its move left there
+// is no breach while status.leftBehind lists it, and one otherwise.
+func TestBucketsOfAMovingClaim(t *testing.T) {
+	w := newWorld(t)
+	w.sb.Status.ObjectStore = store
+	w.sb.Spec.ObjectStoreRef.Name = "store-b"
+	w.sb.Spec.Move = &bkv1.MoveSpec{}
+	expectNone(t, w.check(t))
+
+	// Moved: the claim lives on store-b, and its access grants there.
+	w.sb.Status.ObjectStore = "store-b"
+	w.ba.Spec.Buckets = nil
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+	w.sb.Status.LeftBehind = []string{store}
+	expectNone(t, w.check(t))
+
+	w.sb.Status.LeftBehind = nil
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "whose store is store-b")
+}

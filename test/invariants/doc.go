@@ -12,7 +12,10 @@
 //     Retain deletion (that tag names no claim), or was kept by a gone claim that the
 //     caller says was deleted with Retain or had its finalizer stripped (Retained). On a store whose view knows the
 //     buckets that are not the operator's (StoreView.Foreign), an untagged bucket is
-//     one the operator made, and must be a live claim's, not yet tagged.
+//     one the operator made, and must be a live claim's, not yet tagged. A live
+//     claim's bucket is on the store it lives on (status.objectStore), the store it
+//     moves to, or an old home a finished move left a frozen copy on
+//     (status.leftBehind).
 //   - ClaimBound: a Ready StorageBucket's bucket exists on its store, tagged for it.
 //   - IdentityGranted: every IAM user of this cluster (iam.OwnedUserName) belongs to a
 //     live BucketAccess, holds only the keys its status names, and its policies reach

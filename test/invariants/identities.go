@@ -107,8 +107,8 @@ func grantsNow(snap *snapshot, ba *bkv1.BucketAccess) (store string, grants []ia
 		}
 		switch {
 		case store == "":
-			store = sb.Spec.ObjectStoreRef.Name
-		case store != sb.Spec.ObjectStoreRef.Name:
+			store = sb.HomeStore()
+		case store != sb.HomeStore():
 			return "", nil
 		}
 		if !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionReady) || sb.Status.BucketName == "" || !snap.admits(store, sb.Namespace) {
