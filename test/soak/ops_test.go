@@ -39,6 +39,7 @@ var operations = []op{
 	{"flash-bucket", 4, (*soakRun).flashBucket},
 	{"create-access", 10, (*soakRun).createAccess},
 	{"edit-access", 7, (*soakRun).editAccess},
+	{"move-bucket", 4, (*soakRun).moveBucket},
 	{"repoint-access", 3, (*soakRun).repointAccess},
 	{"rotate-key", 3, (*soakRun).rotateKey},
 	{"delete-access", 6, (*soakRun).deleteAccess},
@@ -274,6 +275,35 @@ func (r *soakRun) editBucket() (string, error) {
 		return nil
 	})
 	return fmt.Sprintf("%s/%s: %s", tn.name, name, what), err
+}
+
+// moveBucket asks for a claim's bucket to move to a store drawn from all of them, as
+// its tenant may: a store it already lives on cancels a move under way, and a third
+// one moves it on from wherever the last move left it. Now and then every version
+// moves, or the source is to be deleted a second after the cutover.
+func (r *soakRun) moveBucket() (string, error) {
+	tn, name, err := r.someClaim()
+	if err != nil {
+		return "", err
+	}
+	target := pickFrom(r, r.rig.stores).name
+	move := &bkv1.MoveSpec{Versions: pickFrom(r, []bkv1.MoveVersions{bkv1.MoveVersionsCurrent, bkv1.MoveVersionsCurrent, bkv1.MoveVersionsAll})}
+	if r.chance(0.3) {
+		move.DeleteSourceAfter = &metav1.Duration{Duration: time.Second}
+	}
+	what := fmt.Sprintf("%s/%s to %s (versions %s, deleteSourceAfter %v)", tn.name, name, target, move.Versions, move.DeleteSourceAfter != nil)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sb := &bkv1.StorageBucket{}
+		if err := k8s.Get(r.ctx, client.ObjectKey{Namespace: tn.name, Name: name}, sb); err != nil {
+			return err
+		}
+		if sb.Spec.ObjectStoreRef.Name == target {
+			return errSkipped
+		}
+		sb.Spec.Move, sb.Spec.ObjectStoreRef.Name = move, target
+		return k8s.Update(r.ctx, sb)
+	})
+	return what, err
 }
 
 func (r *soakRun) deleteBucket() (string, error) {

@@ -162,7 +162,7 @@ func accessAtRest(ba *bkv1.BucketAccess, ready map[types.NamespacedName]bool) st
 // emptyBucket follows the advice of a deletion blocked with BucketNotEmpty: the tenant
 // deletes its objects.
 func (r *soakRun) emptyBucket(sb *bkv1.StorageBucket) {
-	sr := r.rig.store(sb.Spec.ObjectStoreRef.Name)
+	sr := r.rig.store(sb.HomeStore())
 	if sr == nil || sb.Status.BucketName == "" {
 		return
 	}

@@ -103,7 +103,7 @@ func (r *soakRun) putObject() (string, error) {
 	if sb.Status.BucketName == "" {
 		return "", errSkipped
 	}
-	sr := r.rig.store(sb.Spec.ObjectStoreRef.Name)
+	sr := r.rig.store(sb.HomeStore())
 	ctx, cancel := context.WithTimeout(r.ctx, 15*time.Second)
 	defer cancel()
 	return fmt.Sprintf("%s/%s: %s in %s", tn.name, name, key, sb.Status.BucketName), sr.admin.PutObject(ctx, sb.Status.BucketName, key, []byte("soak"))
