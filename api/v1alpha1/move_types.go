@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -168,6 +169,17 @@ type MoveGuardrails struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	MaxParallelism *int32 `json:"maxParallelism,omitempty"`
+	// MaxMoverCPU and MaxMoverMemory cap each mover pod of a move into or out of this
+	// store (its requests and limits): a pod gets the smallest of the two stores' caps
+	// and the operator's --mover-cpu and --mover-memory. A move whose memory cap is
+	// below what a mover needs (64Mi) is refused (MoveNotAllowed). Movers that run
+	// in the operator's process (--mover=in-process) have no pods to cap.
+	// +optional
+	MaxMoverCPU *resource.Quantity `json:"maxMoverCPU,omitempty"`
+	// MaxMoverMemory caps each mover pod's memory, as MaxMoverCPU its CPU; at least
+	// 64Mi, or moves into and out of this store are refused.
+	// +optional
+	MaxMoverMemory *resource.Quantity `json:"maxMoverMemory,omitempty"`
 }
 
 // MovePermission allows or forbids moves.

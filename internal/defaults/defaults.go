@@ -189,6 +189,10 @@ const (
 	MoverCheckpointInterval = 5 * time.Second
 	// MoverMaxFailures ends a pass once this many keys could not be copied.
 	MoverMaxFailures = 1000
+	// MoverMinMemory is the least memory cap a store may set on a mover pod
+	// (guardrails.moves.maxMoverMemory): a mover holds about mover.MemoryBound (42 MiB
+	// with the limits above) besides its runtime.
+	MoverMinMemory = 64 << 20
 )
 
 // Defaults of moving a bucket between stores (spec.move), the orchestration around the

@@ -103,6 +103,7 @@ func (j *Jobs) Start(ctx context.Context, move Move) error {
 		return err
 	}
 	job := j.job(&spec, name)
+	job.Spec.Template.Spec.Containers[0].Resources = cappedResources(j.Resources, move.Caps)
 	if err := j.Client.Create(ctx, job); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -215,6 +216,24 @@ func (j *Jobs) job(spec *Spec, name string) *batchv1.Job {
 			},
 		},
 	}
+}
+
+// cappedResources are a mover pod's requests and limits, equal: the operator's, each
+// lowered to its cap where one is set (and set to it where the operator sets none).
+func cappedResources(own corev1.ResourceRequirements, caps corev1.ResourceList) corev1.ResourceRequirements {
+	if len(caps) == 0 {
+		return own
+	}
+	list := own.Limits.DeepCopy()
+	if list == nil {
+		list = corev1.ResourceList{}
+	}
+	for name, limit := range caps {
+		if have, ok := list[name]; !ok || limit.Cmp(have) < 0 {
+			list[name] = limit
+		}
+	}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
 }
 
 // Progress reads the pass from the checkpoints its pods write.

@@ -114,3 +114,46 @@ func TestRunningShards(t *testing.T) {
 		t.Errorf("a Job of a spec bounded to 1 runs %d pods at once", got)
 	}
 }
+
+// TestCappedResources: a mover pod gets the operator's CPU and memory, each lowered to
+// the store admins' cap where there is one, and the cap where the operator set none.
+func TestCappedResources(t *testing.T) {
+	q := resource.MustParse
+	own := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("128Mi")},
+	}
+	for _, tc := range []struct {
+		own       corev1.ResourceRequirements
+		caps      corev1.ResourceList
+		cpu, mem  string
+		unlimited bool
+	}{
+		{own: own, cpu: "1", mem: "128Mi"},
+		{own: own, caps: corev1.ResourceList{corev1.ResourceMemory: q("96Mi")}, cpu: "1", mem: "96Mi"},
+		{own: own, caps: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("1Gi")}, cpu: "1", mem: "128Mi"},
+		{caps: corev1.ResourceList{corev1.ResourceCPU: q("500m")}, cpu: "500m", unlimited: true},
+	} {
+		got := cappedResources(tc.own, tc.caps)
+		cpu, mem := got.Limits[corev1.ResourceCPU], got.Limits[corev1.ResourceMemory]
+		_, hasMem := got.Limits[corev1.ResourceMemory]
+		if cpu.Cmp(q(tc.cpu)) != 0 || (tc.unlimited == hasMem) || (!tc.unlimited && mem.Cmp(q(tc.mem)) != 0) {
+			t.Errorf("caps %v on %v: limits %v", tc.caps, tc.own.Limits, got.Limits)
+		}
+		if !sameResources(got.Requests, got.Limits) {
+			t.Errorf("caps %v: requests %v differ from limits %v", tc.caps, got.Requests, got.Limits)
+		}
+	}
+}
+
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		if qb, ok := b[name]; !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
+}

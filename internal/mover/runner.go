@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -36,6 +37,9 @@ type Runner interface {
 type Move struct {
 	Spec           Spec
 	Source, Target Credentials
+	// Caps bound a mover pod's CPU and memory (the store admins'): a Job's pods get
+	// the smaller of these and the runner's own. The in-process runner has no pods.
+	Caps corev1.ResourceList
 }
 
 // RunShards is how many shards run the pass: one for a plan.

@@ -20,7 +20,8 @@ import (
 // to move a bucket where the platform team's guardrails do not let it go: into a
 // store that forbids moves in, out of one that forbids moves out, into a store its
 // namespace may not use, with more data than the target's quota, and a public bucket
-// into a store that forbids public buckets. Each is refused (Stalled, MoveNotAllowed,
+// into a store that forbids public buckets, into a store capping mover pods below what
+// a mover needs. Each is refused (Stalled, MoveNotAllowed,
 // naming the guardrail) with nothing created on the target (no CreateBucket sent
 // there, no bucket), while the bucket keeps serving from its store (Ready, its key
 // works). Setting the store back ends the refusal.
@@ -48,6 +49,10 @@ func TestMoveRefusedByGuardrails(t *testing.T) {
 		{name: "a public bucket into a store that forbids them", want: "PublicAccessNotAllowed",
 			source: func(s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowPublicBuckets = true },
 			claim:  func(s *bkv1.StorageBucketSpec) { s.PublicAccess = bkv1.PublicAccessAllowed }},
+		{name: "into a store capping movers below what they need", want: "guardrails.moves.maxMoverMemory",
+			target: func(s *bkv1.ObjectStore) {
+				s.Spec.Guardrails.Moves.MaxMoverMemory = resource.NewQuantity(32<<20, resource.BinarySI)
+			}},
 		{name: "into a bucket of the same name the target already has", want: "is not this claim's", victim: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 	"maps"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -59,6 +61,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	}
 	t := &moveTargetScope{store: target, s3: c, bucket: scope.bucket, region: region}
 	if err := refuseSameEndpoint(scope, t); err != nil {
+		return nil, err
+	}
+	if _, err := moverCaps(scope.store, target); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -266,7 +271,36 @@ func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveT
 	if err != nil {
 		return mover.Move{}, err
 	}
-	return mover.Move{Spec: spec, Source: src, Target: tgt}, nil
+	caps, err := moverCaps(scope.store, t.store)
+	if err != nil {
+		return mover.Move{}, err
+	}
+	return mover.Move{Spec: spec, Source: src, Target: tgt, Caps: caps}, nil
+}
+
+// minMoverMemory is defaults.MoverMinMemory as a quantity.
+var minMoverMemory = resource.NewQuantity(defaults.MoverMinMemory, resource.BinarySI)
+
+// moverCaps are the store admins' caps on a mover pod: the smaller of the two stores'
+// guardrails.moves.maxMoverCPU and maxMoverMemory. A memory cap too small for a
+// mover refuses the move rather than have its pods killed over and over.
+func moverCaps(stores ...*bkv1.ObjectStore) (corev1.ResourceList, error) {
+	caps := corev1.ResourceList{}
+	for _, s := range stores {
+		g := s.Spec.Guardrails.Moves
+		for name, q := range map[corev1.ResourceName]*resource.Quantity{corev1.ResourceCPU: g.MaxMoverCPU, corev1.ResourceMemory: g.MaxMoverMemory} {
+			if q == nil {
+				continue
+			}
+			if have, ok := caps[name]; !ok || q.Cmp(have) < 0 {
+				caps[name] = q.DeepCopy()
+			}
+		}
+		if m := g.MaxMoverMemory; m != nil && m.Cmp(*minMoverMemory) < 0 {
+			return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q caps mover memory at %s (guardrails.moves.maxMoverMemory), below the %s a mover needs", s.Name, m, minMoverMemory)
+		}
+	}
+	return caps, nil
 }
 
 // moverParallelism is the store admins' bound on a move's running shards: the smaller
