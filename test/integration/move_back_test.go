@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
@@ -99,4 +101,50 @@ func TestMoveBackToTheStoreItLeft(t *testing.T) {
 		t.Errorf("RGW bucket tags after the move back %v (%v): want %s=%s", tags, err, bkv1.TagMovedTo, want)
 	}
 	f.waitNoCheckpoints(back.Status.Move.ID)
+}
+
+// TestPacedMoveBackCancelled: a move back onto the copy an earlier move left on
+// SeaweedFS lifts that copy's freeze and moved-to tag before it copies; cancelled mid-copy,
+// the copy is frozen and tagged as moved again, still listed in status.leftBehind,
+// while the bucket goes on living on Ceph RGW.
+func TestPacedMoveBackCancelled(t *testing.T) {
+	t.Parallel() // mostly waiting on the paced copy: see the package doc in suite_test.go
+	f := newFixture(t, seaweed, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 10, 10 })
+	home := f.store
+	away := f.storeOn(rgw, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 10, 10 })
+	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	f.seedObjects(f.admin, bucket, 100)
+	f.moveTo(sb, away, "")
+	there := f.waitMove(sb, bkv1.MoveDone, 4*time.Minute)
+
+	f.moveTo(sb, home, "")
+	f.eventually(2*time.Minute, "the move back copying into the thawed copy", func() error {
+		got := f.get(sb)
+		if m := got.Status.Move; m == nil || m.ID == there.Status.Move.ID || m.Phase != bkv1.MoveCopying {
+			return fmt.Errorf("move %+v", m)
+		}
+		if policy, err := f.admin.GetBucketPolicy(f.ctx, bucket); err != nil || containsAny(policy, bkv1.MoveFreezeSid) {
+			return fmt.Errorf("the copy's policy %q (%v): still frozen", policy, err)
+		}
+		return nil
+	})
+	f.update(k8s, sb, func() { sb.Spec.ObjectStoreRef.Name = away })
+	f.eventually(2*time.Minute, "the move back cancelled", func() error {
+		got := f.get(sb)
+		if m := got.Status.Move; m == nil || m.ID == there.Status.Move.ID || m.Phase != bkv1.MoveAborted {
+			return fmt.Errorf("move %+v", m)
+		}
+		return nil
+	})
+	got := f.get(sb)
+	if got.Status.ObjectStore != away || len(got.Status.LeftBehind) != 1 || got.Status.LeftBehind[0] != home {
+		t.Errorf("after the cancel: objectStore %q, leftBehind %v; want %q and [%s]", got.Status.ObjectStore, got.Status.LeftBehind, away, home)
+	}
+	if policy, err := f.admin.GetBucketPolicy(f.ctx, bucket); err != nil || !containsAny(policy, bkv1.MoveFreezeSid) {
+		t.Errorf("the copy on SeaweedFS after the cancel: policy %q (%v), want the freeze", policy, err)
+	}
+	if tags, err := f.admin.GetBucketTagging(f.ctx, bucket); err != nil || tags[bkv1.TagMovedTo] != away+"/"+bucket {
+		t.Errorf("the copy on SeaweedFS after the cancel: tags %v (%v), want %s=%s/%s", tags, err, bkv1.TagMovedTo, away, bucket)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -258,6 +259,11 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 	done, err := r.removeMoveTarget(ctx, sb, m)
 	if err != nil || !done {
 		return moveWait(m, err)
+	}
+	if m.TargetBucket == "" && slices.Contains(sb.Status.LeftBehind, m.To) {
+		if err := r.refreezeLeftBehind(ctx, scope, m); err != nil {
+			return moveWait(m, err)
+		}
 	}
 	if r.OnMoveEnd != nil {
 		r.OnMoveEnd(sb.Namespace, sb.Name, nil)

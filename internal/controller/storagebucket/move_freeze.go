@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
@@ -52,16 +53,24 @@ func (r *Reconciler) holdWritesForMove(_ context.Context, scope *bucketScope) er
 
 // freezeSource adds the freeze to the source bucket's policy as the store has it.
 func (r *Reconciler) freezeSource(ctx context.Context, scope *bucketScope) error {
-	current, err := scope.s3.GetBucketPolicy(ctx, scope.bucket)
+	return freezeBucket(ctx, scope.s3, scope.bucket)
+}
+
+// freezeBucket adds the freeze to bucket's policy as the store has it.
+func freezeBucket(ctx context.Context, c s3.Client, bucket string) error {
+	current, err := c.GetBucketPolicy(ctx, bucket)
 	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to stop its writes", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q to stop its writes", bucket))
 	}
-	doc, err := withFreeze(current, scope.bucket)
+	doc, err := withFreeze(current, bucket)
 	if err != nil {
 		return err
 	}
-	if err := scope.s3.PutBucketPolicy(ctx, scope.bucket, doc); err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("stopping the writes of bucket %q for the cutover", scope.bucket))
+	if doc == current {
+		return nil
+	}
+	if err := c.PutBucketPolicy(ctx, bucket, doc); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("stopping the writes of bucket %q", bucket))
 	}
 	return nil
 }
@@ -111,6 +120,30 @@ func reclaimMovedBucket(ctx context.Context, c s3.Client, bucket string, tags ma
 		return reconcile.AsStepError(err, fmt.Sprintf("removing the %s tag of bucket %q", bkv1.TagMovedTo, bucket))
 	}
 	return nil
+}
+
+// refreezeLeftBehind puts back what reclaimMovedBucket took from the copy an earlier
+// move left on the target, when the move back into it is cancelled: its freeze, and
+// its moved-to tag naming where the bucket still lives. What the cancelled move
+// copied into it stays; the copy stays in status.leftBehind for the claim's deletion.
+func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) error {
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: m.To}, store); err != nil {
+		return client.IgnoreNotFound(err) // gone with its store
+	}
+	c, _, err := r.bucketClient(ctx, scope.sb, store)
+	if err != nil {
+		return err
+	}
+	if _, err := c.HeadBucket(ctx, scope.bucket); s3.KindOf(err) == s3.KindNotFound {
+		return nil
+	} else if err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q on ObjectStore %q", scope.bucket, m.To))
+	}
+	if err := freezeBucket(ctx, c, scope.bucket); err != nil {
+		return err
+	}
+	return r.markSourceMoved(ctx, scope, &bkv1.MoveStatus{From: m.To, To: m.From})
 }
 
 // markSourceMoved tags the bucket left on the source store with where it went. Its
