@@ -68,17 +68,7 @@ func TestPacedMoveResumesAfterTheOperatorStops(t *testing.T) {
 
 	stop = start()
 	defer stop()
-	done := f.waitMove(sb, bkv1.MoveDone, 3*time.Minute)
-	m := done.Status.Move
-	t.Logf("done: %d objects, %d of %d bytes copied, write pause %s", m.CopiedObjects, m.CopiedBytes, m.TotalBytes, m.WritePause.Duration)
-	if float64(m.CopiedBytes) > 1.2*float64(m.TotalBytes) {
-		t.Errorf("copied %d bytes of a %d-byte bucket: more than 1.2 times", m.CopiedBytes, m.TotalBytes)
-	}
-	for key, sum := range seeded {
-		if body, err := tgtAdmin.GetObject(f.ctx, bucket, key, 1<<20); err != nil || sha256Of(body) != sum {
-			t.Fatalf("object %s on the target: %v", key, err)
-		}
-	}
+	done := f.waitMovedOnce(sb, tgtAdmin, seeded, "done")
 	// Only the isolated manager sees the claim: it finishes its deletion too.
 	must(t, k8s.Delete(f.ctx, done))
 	f.waitGone(done)
@@ -129,17 +119,26 @@ func TestPacedMoveWaitsOutASourceOutage(t *testing.T) {
 	t.Logf("source down with %d objects on the target: %s", held, describe(during.Status.Conditions))
 
 	must(t, src.Start())
+	f.waitMovedOnce(sb, tgtAdmin, seeded, "done after the outage")
+}
+
+// waitMovedOnce waits for sb's move to be Done and checks that every seeded object is
+// equal on the target (read with tgt) and that the move copied at most 1.2 times the
+// bucket's bytes, whatever stopped it on the way.
+func (f *fixture) waitMovedOnce(sb *bkv1.StorageBucket, tgt s3.Client, seeded map[string][32]byte, what string) *bkv1.StorageBucket {
+	f.t.Helper()
 	done := f.waitMove(sb, bkv1.MoveDone, 3*time.Minute)
 	m := done.Status.Move
-	t.Logf("done after the outage: %d objects, %d of %d bytes copied, write pause %s", m.CopiedObjects, m.CopiedBytes, m.TotalBytes, m.WritePause.Duration)
+	f.t.Logf("%s: %d objects, %d of %d bytes copied, write pause %s", what, m.CopiedObjects, m.CopiedBytes, m.TotalBytes, m.WritePause.Duration)
 	if float64(m.CopiedBytes) > 1.2*float64(m.TotalBytes) {
-		t.Errorf("copied %d bytes of a %d-byte bucket: more than 1.2 times", m.CopiedBytes, m.TotalBytes)
+		f.t.Errorf("copied %d bytes of a %d-byte bucket: more than 1.2 times", m.CopiedBytes, m.TotalBytes)
 	}
 	for key, sum := range seeded {
-		if body, err := tgtAdmin.GetObject(f.ctx, bucket, key, 1<<20); err != nil || sha256Of(body) != sum {
-			t.Fatalf("object %s on the target: %v", key, err)
+		if body, err := tgt.GetObject(f.ctx, done.Status.BucketName, key, 1<<20); err != nil || sha256Of(body) != sum {
+			f.t.Fatalf("object %s on the target: %v", key, err)
 		}
 	}
+	return done
 }
 
 // freezeSignal closes frozen once the operator has frozen a source's writes.
