@@ -244,16 +244,7 @@ func appClient(ctx context.Context, ns, name string) s3.Client {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return nil
 	}
-	d := secret.Data
-	c, err := s3.New(ctx, s3.Config{
-		Endpoint: string(d[bkv1.AccessSecretKeyEndpoint]), Region: string(d[bkv1.AccessSecretKeyRegion]), ForcePathStyle: true,
-		AccessKeyID: string(d[bkv1.AccessSecretKeyAccessKeyID]), SecretAccessKey: string(d[bkv1.AccessSecretKeySecretKey]),
-		RequestTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		return nil
-	}
-	return c
+	return workload.SecretClient(ctx, secret.Data)
 }
 
 // iamOn has a store issue keys through srv's IAM.

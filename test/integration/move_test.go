@@ -230,17 +230,13 @@ func (w *writer) waitAcksAfter(n int, since time.Time) {
 }
 
 // secretClientCtx is secretClient for a goroutine: it never fails the test, and an
-// unreadable Secret gives a client that fails its requests.
+// unreadable Secret gives no client (nil), which the caller retries.
 func (f *fixture) secretClientCtx(ctx context.Context, name string) secretKey {
 	secret := &corev1.Secret{}
-	_ = k8s.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, secret)
-	d := secret.Data
-	c, _ := s3.New(ctx, s3.Config{
-		Endpoint: string(d[bkv1.AccessSecretKeyEndpoint]), Region: string(d[bkv1.AccessSecretKeyRegion]), ForcePathStyle: true,
-		AccessKeyID: string(d[bkv1.AccessSecretKeyAccessKeyID]), SecretAccessKey: string(d[bkv1.AccessSecretKeySecretKey]),
-		RequestTimeout: 10 * time.Second,
-	})
-	return secretKey{id: string(d[bkv1.AccessSecretKeyAccessKeyID]), c: c}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, secret); err != nil {
+		return secretKey{}
+	}
+	return secretKey{id: string(secret.Data[bkv1.AccessSecretKeyAccessKeyID]), c: workload.SecretClient(ctx, secret.Data)}
 }
 
 func sha256Of(b []byte) [32]byte { return sha256.Sum256(b) }
