@@ -15,14 +15,11 @@ import (
 // the very bucket the claim lives in: two ObjectStores the platform team declared for
 // one server (two lanes of one Ceph RGW, one endpoint named twice). Such a move would
 // copy the bucket onto itself, freeze it for good at the cutover, and
-// deleteSourceAfter would delete the only copy. Equal endpoints (refuseSameEndpoint,
-// before planning) say so without a request; otherwise the target's existing bucket (found tagged as this claim's, as
-// the source is) gets a tag only this move writes, which is looked for on the source,
-// and taken off again.
+// deleteSourceAfter would delete the only copy. Equal endpoints were refused already,
+// without a request (refuseSameEndpoint, in moveTarget); here the target's existing
+// bucket (found tagged as this claim's, as the source is) gets a tag only this move
+// writes, which is looked for on the source, and taken off again.
 func (r *Reconciler) refuseSameBucket(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus, targetTags map[string]string) error {
-	if err := refuseSameEndpoint(scope, t); err != nil {
-		return err
-	}
 	// A probe left by a stopped operator is not the target's own.
 	kept := maps.Clone(targetTags)
 	delete(kept, bkv1.TagMoveProbe)
