@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // This file holds every name users see outside the operator's conditions: the
 // finalizer, labels, annotations, bucket tags, Secret keys and the probe's object
 // prefix. They are part of the API: changing one breaks what users and their tools
@@ -126,6 +128,44 @@ const (
 	SecretKeyAWSSecretKey    = "AWS_SECRET_ACCESS_KEY"
 	SecretKeyAWSSessionToken = "AWS_SESSION_TOKEN"
 )
+
+// The keys of each kind of Secret the operator writes for applications: its writers
+// write no other key (a test in each writer's package holds them to it), and
+// `kubectl bucketkeeper env` passes on no other key as environment. Anyone who may
+// write Secrets in a namespace can add keys to these Secrets; a key off the list is
+// theirs, never the operator's. Each is a variable name for a shell.
+var (
+	// ConnectionSecretKeys are the keys of a StorageBucket's connection Secret.
+	ConnectionSecretKeys = []string{
+		SecretKeyBucketName, SecretKeyBucketRegion, SecretKeyBucketEndpoint, SecretKeyBucketHost, SecretKeyBucketPort,
+		SecretKeyAWSRegion, SecretKeyAWSEndpointS3, SecretKeyForcePathStyle, SecretKeyCABundle,
+		SecretKeyAWSAccessKeyID, SecretKeyAWSSecretKey, SecretKeyAWSSessionToken,
+	}
+	// AccessSecretKeys are the keys of the Secret of a BucketAccess with a key.
+	AccessSecretKeys = []string{
+		AccessSecretKeyAccessKeyID, AccessSecretKeySecretKey, AccessSecretKeyRegion, AccessSecretKeyEndpoint,
+		AccessSecretKeyBucketName, AccessSecretKeyBucketNames, SecretKeyForcePathStyle, SecretKeyCABundle,
+	}
+	// KeylessAccessSecretKeys are the keys of the Secret of a BucketAccess for a
+	// ServiceAccount (spec.serviceAccountName): no key, the role and where STS is.
+	KeylessAccessSecretKeys = []string{
+		AccessSecretKeyRoleARN, AccessSecretKeyWebIdentityTokenFile, AccessSecretKeyEndpointSTS, AccessSecretKeyRegion,
+		AccessSecretKeyEndpoint, AccessSecretKeyBucketName, AccessSecretKeyBucketNames, SecretKeyForcePathStyle, SecretKeyCABundle,
+	}
+)
+
+// UnlistedSecretKeys returns the keys of data that listed (one of the lists above)
+// does not hold, sorted.
+func UnlistedSecretKeys(data map[string][]byte, listed []string) []string {
+	var out []string
+	for k := range data {
+		if !slices.Contains(listed, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // LabelSecretRole marks every Secret the manager needs to see: the connection Secrets it
 // writes (SecretRoleConnection) and the credentials Secrets stores name

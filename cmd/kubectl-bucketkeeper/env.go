@@ -40,6 +40,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 type envOptions struct {
 	*options
 	export bool
+	// skipEndpointCheck uses a Secret whose store cannot be read, so whose endpoint
+	// cannot be checked.
+	skipEndpointCheck bool
 	// environ is the environment the command inherits: os.Environ, but for tests.
 	environ func() []string
 }
@@ -56,6 +59,12 @@ The command inherits this shell's environment without its AWS_* and BUCKET_* var
 a profile or session token of yours never mixes with the Secret's key. A CA bundle in
 the Secret is written to a private temporary file for the command's AWS_CA_BUNDLE and
 removed after it.
+
+Anyone who may write Secrets in the namespace can change the Secret, so env takes from
+it only the keys bucketkeeper writes there (others are left out, and named), and uses
+it only when its endpoint and CA bundle are those of the ObjectStore the bucket lives
+on. If you may not read that ObjectStore, env refuses unless --skip-endpoint-check
+says to use the endpoint unchecked.
 
 For a BucketAccess the Secret is its spec.secretName. For a StorageBucket it is the
 Secret of the BucketAccess that grants it (its own, with spec.access, or the only one),
@@ -88,6 +97,8 @@ No value is printed: without a command env lists the variables, hiding the secre
 		},
 	}
 	cmd.Flags().BoolVar(&o.export, "export", false, "Print shell export lines (with the secret values) instead of running a command")
+	cmd.Flags().BoolVar(&o.skipEndpointCheck, "skip-endpoint-check", false,
+		"Use the Secret's endpoint when the ObjectStore cannot be read to check it (an endpoint that differs from a readable store's is refused all the same)")
 	return cmd
 }
 
@@ -100,41 +111,67 @@ func (o *envOptions) run(ctx context.Context, arg string, command []string) erro
 	if err != nil {
 		return err
 	}
+	data, err := o.vet(ctx, c, secret)
+	if err != nil {
+		return err
+	}
 	switch {
 	case o.export:
-		return o.printExports(secret)
+		return o.printExports(data)
 	case len(command) == 0:
-		return o.listVariables(secret)
+		return o.listVariables(secret.Secret, data)
 	}
-	return o.runCommand(secret, command)
+	return o.runCommand(data, command)
+}
+
+// envSecret is the Secret env uses and what the operator wrote it for.
+type envSecret struct {
+	*corev1.Secret
+	// listed are the keys the operator writes into a Secret of its kind.
+	listed []string
+	// store is the ObjectStore the claim or access lives on ("" when not known), whose
+	// endpoint the Secret must name.
+	store string
 }
 
 // secretFor finds the Secret with the key for t and checks that it is the one the
 // operator wrote for it: a Secret of that name that someone else made is never used.
-func secretFor(ctx context.Context, c client.Client, t target) (*corev1.Secret, error) {
+func secretFor(ctx context.Context, c client.Client, t target) (*envSecret, error) {
 	var owner client.Object
-	var name, what string
+	var ba *bkv1.BucketAccess
+	var name, what, store string
 	switch t.kind {
 	case kindBucketAccess:
-		ba := &bkv1.BucketAccess{}
+		ba = &bkv1.BucketAccess{}
 		if err := get(ctx, c, t, ba); err != nil {
 			return nil, err
 		}
-		owner, name, what = ba, ba.Spec.SecretName, "BucketAccess "+ba.Name
+		what = "BucketAccess " + ba.Name
 	default:
 		sb := &bkv1.StorageBucket{}
 		if err := get(ctx, c, t, sb); err != nil {
 			return nil, err
 		}
-		ba, err := accessFor(ctx, c, sb)
-		if err != nil {
+		var err error
+		if ba, err = accessFor(ctx, c, sb); err != nil {
 			return nil, err
 		}
 		if ba != nil {
-			owner, name, what = ba, ba.Spec.SecretName, "BucketAccess "+ba.Name+" (of StorageBucket "+sb.Name+")"
+			what = "BucketAccess " + ba.Name + " (of StorageBucket " + sb.Name + ")"
 		} else {
-			owner, name, what = sb, connectionSecretName(sb), "StorageBucket "+sb.Name+"'s connection"
+			owner, name, what, store = sb, connectionSecretName(sb), "StorageBucket "+sb.Name+"'s connection", sb.HomeStore()
 		}
+	}
+	listed := bkv1.ConnectionSecretKeys
+	if ba != nil {
+		if ba.Spec.ServiceAccountName != "" {
+			return nil, fmt.Errorf("%s is keyless (spec.serviceAccountName %s): its Secret holds no key, only what a Pod of that ServiceAccount needs to assume its role", what, ba.Spec.ServiceAccountName)
+		}
+		var err error
+		if store, err = storeOfAccess(ctx, c, ba); err != nil {
+			return nil, err
+		}
+		owner, name, listed = ba, ba.Spec.SecretName, bkv1.AccessSecretKeys
 	}
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: t.namespace, Name: name}, secret)
@@ -154,7 +191,7 @@ func secretFor(ctx context.Context, c client.Client, t target) (*corev1.Secret, 
 		}
 		return nil, fmt.Errorf("the Secret %s/%s of %s holds no key%s", t.namespace, name, what, hint)
 	}
-	return secret, nil
+	return &envSecret{Secret: secret, listed: listed, store: store}, nil
 }
 
 // accessFor picks the BucketAccess whose Secret env uses for a StorageBucket: the one
@@ -203,8 +240,9 @@ func notReady(ctx context.Context, c client.Client, owner client.Object) string 
 
 // commandEnv is the command's environment: base without AWS_* and BUCKET_* variables
 // (a profile, session token or endpoint of the caller's would change what the key
-// does) and without the Secret's names, then the Secret's values.
-func commandEnv(base []string, data map[string][]byte) (env []string, skipped []string) {
+// does), then data: the Secret's listed keys (vet), no other.
+func commandEnv(base []string, data map[string][]byte) []string {
+	var env []string
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "BUCKET_") || data[name] != nil {
@@ -213,21 +251,15 @@ func commandEnv(base []string, data map[string][]byte) (env []string, skipped []
 		env = append(env, kv)
 	}
 	for _, k := range sortedKeys(data) {
-		if !envName.MatchString(k) {
-			skipped = append(skipped, k)
-			continue
-		}
 		env = append(env, k+"="+string(data[k]))
 	}
-	return env, skipped
+	return env
 }
 
-func (o *envOptions) runCommand(secret *corev1.Secret, command []string) error {
-	env, skipped := commandEnv(o.environ(), secret.Data)
-	if len(skipped) > 0 {
-		fmt.Fprintf(o.streams.ErrOut, "warning: Secret keys that are no variable names are left out: %s\n", strings.Join(skipped, ", "))
-	}
-	if pem := secret.Data[bkv1.SecretKeyCABundle]; len(pem) > 0 {
+// runCommand runs command with data, the Secret's vetted keys, as its environment.
+func (o *envOptions) runCommand(data map[string][]byte, command []string) error {
+	env := commandEnv(o.environ(), data)
+	if pem := data[bkv1.SecretKeyCABundle]; len(pem) > 0 {
 		dir, err := os.MkdirTemp("", "kubectl-bucketkeeper-")
 		if err != nil {
 			return err
@@ -275,14 +307,15 @@ func (o *envOptions) runCommand(secret *corev1.Secret, command []string) error {
 	return err
 }
 
-// printExports writes export lines for a shell's eval, and unset lines for the
-// caller's AWS_* variables the Secret does not set.
-func (o *envOptions) printExports(secret *corev1.Secret) error {
+// printExports writes export lines of data, the Secret's vetted keys, for a shell's
+// eval, and unset lines for the caller's AWS_* and BUCKET_* variables data does not
+// set. Every value is quoted for a POSIX shell; every name is a variable name.
+func (o *envOptions) printExports(data map[string][]byte) error {
 	var b strings.Builder
 	var unset []string
 	for _, kv := range o.environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if (strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "BUCKET_")) && secret.Data[name] == nil {
+		if (strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "BUCKET_")) && data[name] == nil && envName.MatchString(name) {
 			unset = append(unset, name)
 		}
 	}
@@ -290,9 +323,9 @@ func (o *envOptions) printExports(secret *corev1.Secret) error {
 	for _, name := range unset {
 		fmt.Fprintf(&b, "unset %s\n", name)
 	}
-	for _, k := range sortedKeys(secret.Data) {
+	for _, k := range sortedKeys(data) {
 		if envName.MatchString(k) {
-			fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(string(secret.Data[k])))
+			fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(string(data[k])))
 		}
 	}
 	_, err := fmt.Fprint(o.streams.Out, b.String())
@@ -300,14 +333,15 @@ func (o *envOptions) printExports(secret *corev1.Secret) error {
 }
 
 // listVariables names the variables a command would get, with the values of the
-// public ones only.
-func (o *envOptions) listVariables(secret *corev1.Secret) error {
+// public ones only, quoted when they hold more than letters, digits and punctuation
+// of URLs.
+func (o *envOptions) listVariables(secret *corev1.Secret, data map[string][]byte) error {
 	var b strings.Builder
-	for _, k := range sortedKeys(secret.Data) {
+	for _, k := range sortedKeys(data) {
 		if publicKeys[k] {
-			fmt.Fprintf(&b, "%s=%s\n", k, secret.Data[k])
+			fmt.Fprintf(&b, "%s=%s\n", k, displayValue(string(data[k])))
 		} else {
-			fmt.Fprintf(&b, "%s=(hidden, %d bytes)\n", k, len(secret.Data[k]))
+			fmt.Fprintf(&b, "%s=(hidden, %d bytes)\n", k, len(data[k]))
 		}
 	}
 	fmt.Fprint(o.streams.Out, b.String())
@@ -325,7 +359,20 @@ func sortedKeys(data map[string][]byte) []string {
 }
 
 // shellQuote quotes s for a POSIX shell: in single quotes, each quote inside closing
-// the quoting, escaped, and opening it again.
+// the quoting, escaped, and opening it again. Inside single quotes nothing is special
+// but the quote itself: no expansion, no substitution, newlines kept.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// plainValue is a value listVariables prints as it is.
+var plainValue = regexp.MustCompile(`^[A-Za-z0-9_./:,=@+%-]+$`)
+
+// displayValue is v as listVariables prints it: as it is when plain, else quoted as
+// for a shell.
+func displayValue(v string) string {
+	if plainValue.MatchString(v) {
+		return v
+	}
+	return shellQuote(v)
 }

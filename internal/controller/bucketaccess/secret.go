@@ -54,7 +54,9 @@ func (r *Reconciler) writeAccessSecret(ctx context.Context, s *accessScope, keyI
 }
 
 // connectionData is what every access's Secret holds besides its credentials: the
-// store's endpoint, region and transport, and the buckets.
+// store's endpoint, region and transport, and the buckets. With the key it is
+// bkv1.AccessSecretKeys, all that `kubectl bucketkeeper env` passes on; with a role,
+// bkv1.KeylessAccessSecretKeys (TestAccessSecretHoldsOnlyListedKeys).
 func connectionData(s *accessScope) map[string][]byte {
 	data := map[string][]byte{
 		bkv1.AccessSecretKeyRegion:      []byte(stores.Region(s.store)),

@@ -134,7 +134,9 @@ func (r *Reconciler) deleteStaleConnectionSecrets(ctx context.Context, sb *bkv1.
 
 // connectionData builds the Secret's data. Access keys are included only from a Secret
 // the store names for applications, and only with the Static access provider; the
-// operator's own credentials are never copied.
+// operator's own credentials are never copied. Every key is one of
+// bkv1.ConnectionSecretKeys, all that `kubectl bucketkeeper env` passes on
+// (TestConnectionSecretHoldsOnlyListedKeys).
 func (r *Reconciler) connectionData(ctx context.Context, scope *bucketScope) (map[string][]byte, error) {
 	endpoint := stores.Endpoint(scope.store, scope.region)
 	u, err := url.Parse(endpoint)

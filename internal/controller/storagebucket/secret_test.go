@@ -1,14 +1,61 @@
 package storagebucket
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
+
+// TestConnectionSecretHoldsOnlyListedKeys: whatever the store (AWS or self-hosted, with
+// a CA bundle, a static key and a session token, every optional key), each key the
+// connection Secret is written with is in bkv1.ConnectionSecretKeys, the list
+// `kubectl bucketkeeper env` passes on and no more.
+func TestConnectionSecretHoldsOnlyListedKeys(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = bkv1.AddToScheme(scheme)
+	app := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "app"}, Data: map[string][]byte{
+		bkv1.CredentialsKeyAccessKeyID: []byte("AKID"), bkv1.CredentialsKeySecretAccessKey: []byte("secret"), bkv1.CredentialsKeySessionToken: []byte("token"),
+	}}
+	for _, store := range []*bkv1.ObjectStore{
+		{ObjectMeta: metav1.ObjectMeta{Name: "self-hosted"}, Spec: bkv1.ObjectStoreSpec{
+			Endpoint: "https://s3.example.test:9000", ForcePathStyle: true, CABundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+			AccessProvider:                  &bkv1.AccessProvider{Type: bkv1.AccessProviderStatic},
+			ApplicationCredentialsSecretRef: &bkv1.SecretReference{Namespace: "ops", Name: "app"},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Spec: bkv1.ObjectStoreSpec{Region: "eu-west-1", AccessProvider: &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}}},
+	} {
+		t.Run(store.Name, func(t *testing.T) {
+			sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "data", UID: "claim-uid"}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(store, app.DeepCopy(), sb).Build()
+			r := &Reconciler{Client: c, Stores: &stores.Registry{Client: c, APIReader: c}}
+			scope := &bucketScope{sb: sb, store: store, bucket: "tenant-data", region: "eu-west-1"}
+			if err := r.reconcileConnectionSecret(context.Background(), scope); err != nil {
+				t.Fatal(err)
+			}
+			secret := &corev1.Secret{}
+			if err := c.Get(context.Background(), types.NamespacedName{Namespace: "tenant", Name: "data-bucket"}, secret); err != nil {
+				t.Fatal(err)
+			}
+			if extra := bkv1.UnlistedSecretKeys(secret.Data, bkv1.ConnectionSecretKeys); len(extra) > 0 {
+				t.Errorf("the connection Secret holds keys bkv1.ConnectionSecretKeys does not list: %q", extra)
+			}
+			if store.Spec.CABundle != "" && len(secret.Data) != len(bkv1.ConnectionSecretKeys) {
+				t.Errorf("with every optional key the Secret holds %d keys, the list %d: a listed key is never written", len(secret.Data), len(bkv1.ConnectionSecretKeys))
+			}
+		})
+	}
+}
 
 func TestLeftByEarlierIncarnation(t *testing.T) {
 	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "new-uid"}}
