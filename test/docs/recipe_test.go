@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
 // PluginRecipe is the README's tour with the kubectl plugin: the commands
@@ -47,8 +49,9 @@ func TestReadmeTourIsTheTestedOne(t *testing.T) {
 }
 
 // TestReadmeRecipeIsTheTestedOne: the access page's kubectl-only aws CLI recipe is the one
-// TestDev and TestBucketAccessTenants run (testenv.AWSCLIRecipe): the Secret's values as
-// the only environment, an upload into and a listing of the Secret's own bucket with
+// TestDev and TestBucketAccessTenants run (testenv.AWSCLIRecipe): the Secret's keys it
+// reads by name (testenv.AWSCLIRecipeKeys; never an eval of the whole Secret, which its
+// namespace's writers can add keys to) as the only environment, an upload into and a listing of the Secret's own bucket with
 // --endpoint-url, and a listing of the other sample's bucket, refused. A recipe edited
 // away from those steps fails here until the tests follow.
 func TestReadmeRecipeIsTheTestedOne(t *testing.T) {
@@ -71,13 +74,23 @@ func TestReadmeRecipeIsTheTestedOne(t *testing.T) {
 		t.Fatal("docs/access.md has no sh block with the aws CLI recipe")
 	}
 	for _, step := range []string{
-		`kubectl get secret photos-access -o go-template='{{range $k, $v := .data}}export {{$k}}={{$v | base64decode}}{{"\n"}}{{end}}'`,
+		`key() { kubectl get secret photos-access -o "jsonpath={.data.$1}" | base64 -d; }`,
+		`export AWS_ACCESS_KEY_ID="$(key AWS_ACCESS_KEY_ID)" AWS_SECRET_ACCESS_KEY="$(key AWS_SECRET_ACCESS_KEY)"`,
+		`AWS_REGION="$(key AWS_REGION)" AWS_ENDPOINT_URL_S3="$(key AWS_ENDPOINT_URL_S3)" BUCKET_NAME="$(key BUCKET_NAME)"`,
 		`aws s3 cp README.md "s3://$BUCKET_NAME/" --endpoint-url "$AWS_ENDPOINT_URL_S3"`,
 		`aws s3 ls "s3://$BUCKET_NAME/" --endpoint-url "$AWS_ENDPOINT_URL_S3"`,
 		`aws s3 ls s3://dev-default-reports/ --endpoint-url "$AWS_ENDPOINT_URL_S3"`,
 	} {
 		if !strings.Contains(recipe, step) {
 			t.Errorf("docs/access.md's recipe lacks the step the tests run: %s", step)
+		}
+	}
+	if strings.Contains(recipe, "eval") {
+		t.Error("docs/access.md's recipe evals what a Secret holds: anyone who may write Secrets in the namespace could run code in the reader's shell")
+	}
+	for _, k := range testenv.AWSCLIRecipeKeys {
+		if !strings.Contains(recipe, k+`="$(key `+k+`)"`) {
+			t.Errorf("docs/access.md's recipe does not read %s by name, as the tests give it to the CLI", k)
 		}
 	}
 	if n := strings.Count(recipe, "aws s3 "); n != 3 {

@@ -65,17 +65,24 @@ func awsCLICommand(home string) (argv, settings []string, err error) {
 	return argv, settings, nil
 }
 
+// AWSCLIRecipeKeys are the keys of an access Secret that docs/access.md's recipe reads by
+// name and exports, all the aws CLI is given: never the whole Secret, which anyone who
+// may write Secrets in its namespace can add variables to.
+var AWSCLIRecipeKeys = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL_S3", "BUCKET_NAME"}
+
 // AWSCLIRecipe runs the README's recipe for an access Secret with the aws CLI users have,
-// given nothing but the Secret's data as environment: an upload into bucket (the
+// given nothing but the Secret's AWSCLIRecipeKeys as environment: an upload into bucket (the
 // Secret's own) and a listing of it, both in the portable form that passes
 // --endpoint-url endpoint and in the form that relies on AWS_ENDPOINT_URL_S3 alone
 // (read by v2.13 and later), then a listing of otherBucket, which the store must refuse
 // 403 AccessDenied. dir is the CLI's HOME and scratch directory. The error says which step
 // failed, with the CLI's output.
 func AWSCLIRecipe(ctx context.Context, dir string, secret map[string][]byte, endpoint, bucket, otherBucket string) error {
-	env := make([]string, 0, len(secret))
-	for k, v := range secret {
-		env = append(env, k+"="+string(v))
+	env := make([]string, 0, len(AWSCLIRecipeKeys))
+	for _, k := range AWSCLIRecipeKeys {
+		if v, ok := secret[k]; ok {
+			env = append(env, k+"="+string(v))
+		}
 	}
 	file := filepath.Join(dir, "upload.txt")
 	if err := os.WriteFile(file, []byte("from the aws CLI"), 0o600); err != nil {
