@@ -182,12 +182,6 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		}
 	}
 	s.store = store
-	if store.Spec.Guardrails.ObjectLock.ModeAllowed(bkv1.ObjectLockCompliance) {
-		// A key's own retention is within what the store's admin consented to (iam.Grant).
-		for i := range s.grants {
-			s.grants[i].SetRetention = s.grants[i].ObjectLock
-		}
-	}
 	driver, err := r.Access.DriverFor(ctx, store)
 	if err != nil {
 		return err
