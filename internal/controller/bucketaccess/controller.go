@@ -207,7 +207,9 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 // by its store's guardrails, so the key issued for it is revoked (user, policy and
 // keys deleted, Secret deleted: a Secret without a key would only fail later and less
 // clearly) even if the bucket itself is retained on the store. A new key is issued
-// once every bucket is Ready again. Then it reports why.
+// once every bucket is Ready again. Then it reports why. A keyless access's role is
+// revoked so too when its store's issuer turns out shared with another cluster
+// (reconcileRole).
 func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
 	if !r.mayHoldIdentity(ba) {
 		return why // nothing was issued
