@@ -49,6 +49,7 @@ func (r *Reconciler) checkWebIdentity(ctx context.Context, store *bkv1.ObjectSto
 		reconcile.RemoveCondition(&store.Status.Conditions, bkv1.ConditionWebIdentityReady)
 		store.Status.WebIdentity = nil
 		r.forgetWebIdentity(store.Name)
+		r.issuerUnread.Delete(store.Name)
 		return
 	}
 	now := r.Clock.Now()
