@@ -137,8 +137,14 @@ const (
 	// Reasons of keyless access (WebIdentityReady, and a BucketAccess for a
 	// ServiceAccount).
 	// ReasonIssuerUnreachable: the operator could not read the issuer's discovery
-	// document or key set to compute its thumbprint.
+	// document or key set (to compute its thumbprint, or to check that it publishes
+	// this cluster's keys alone), or the keys this cluster's API server publishes.
 	ReasonIssuerUnreachable = "IssuerUnreachable"
+	// ReasonIssuerShared: the issuer's key set holds a key this cluster's API server
+	// does not publish, so another cluster signing under the same issuer could assume
+	// this cluster's roles: the store is not trusted for keyless access, and the roles
+	// of its accesses are deleted until the key set is the cluster's alone.
+	ReasonIssuerShared = "IssuerShared"
 	// ReasonWebIdentityNotConfigured: the access names a ServiceAccount, and its
 	// store has no accessProvider.webIdentity.
 	ReasonWebIdentityNotConfigured = "WebIdentityNotConfigured"

@@ -255,9 +255,9 @@ type ObjectLockGuardrails struct {
 	// admin (an identity with s3:BypassGovernanceRetention) can still delete it.
 	// Compliance cannot be lifted by anyone, the admin included, until the retention
 	// ends: allowing it lets tenants make data, and its cost, that nobody can delete
-	// for as long as they ask (up to maxRetentionDays). Allowing Compliance also lets
-	// the keys of locked buckets set their objects' own retention (s3:PutObjectRetention),
-	// which no store tested can limit to one mode or period.
+	// for as long as they ask (up to maxRetentionDays). Whatever this allows, the keys
+	// handed out never change a retention (no s3:PutObjectRetention): a tenant asks for
+	// a longer one through its StorageBucket.
 	// +optional
 	// +listType=set
 	// +kubebuilder:default={Governance}

@@ -108,6 +108,11 @@ const (
 	// holding that access's key (the stores share one IAM account), is not listed
 	// again while the access's keys stay the same.
 	AccessCollectKeyRecheck = time.Hour
+	// AccessCollectRoleIssuing is how long a role of a keyless access that is Ready on
+	// another store, and has recorded no role there yet, is kept by the sweep of a
+	// store it is listed on: that access may be recording this very role right now,
+	// through another store of the same IAM account.
+	AccessCollectRoleIssuing = 2 * time.Minute
 )
 
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may

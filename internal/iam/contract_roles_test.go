@@ -238,7 +238,7 @@ func testRoleRevocation(ctx context.Context, t *testing.T, c roleCase) {
 func rolePages(ctx context.Context, t *testing.T, roles Roles) string {
 	t.Helper()
 	env := sharedKeyless(t)
-	made := map[string]bool{}
+	made, before := map[string]bool{}, time.Now().Add(-time.Minute)
 	for range 3 {
 		r := Role{Name: UserName("contract", randomHex(16)), ProviderARN: "arn:aws:iam::000000000000:oidc-provider/" + ConditionKeyPrefix(env.issuer.URL),
 			Issuer: env.issuer.URL, Subject: ServiceAccountSubject(keylessNamespace, "nobody"), Audience: audience, MaxSessionDuration: time.Hour}
@@ -259,6 +259,11 @@ func rolePages(ctx context.Context, t *testing.T, roles Roles) string {
 			seen[r.Name]++
 			if r.ARN == "" {
 				t.Errorf("role %s listed without its ARN", r.Name)
+			}
+			// The access collector keeps a role made moments ago for an access being
+			// issued through another store of the account: it needs the date.
+			if made[r.Name] && (r.Created.Before(before) || r.Created.After(time.Now().Add(time.Minute))) {
+				t.Errorf("role %s listed as made %v, not just now", r.Name, r.Created)
 			}
 		}
 		if page.Next == "" || pages > 100 {

@@ -35,14 +35,8 @@ type Grant struct {
 	Bucket string
 	Mode   Mode
 	// ObjectLock: the bucket has object lock; the key may read its objects' retention
-	// and legal holds.
+	// and legal holds, and never change them (NeverGranted).
 	ObjectLock bool
-	// SetRetention: a ReadWrite key of a locked bucket may also set its objects'
-	// retention (s3:PutObjectRetention): lengthen it, never shorten or lift it (every
-	// store tested refuses that without s3:BypassGovernanceRetention, which no key
-	// gets). Only where the store's admin allows Compliance: no store tested limits by
-	// policy the mode or period a key sets.
-	SetRetention bool
 }
 
 // AccessKey is one key of a user. Secret is set only in CreateKey's answer:
@@ -109,20 +103,23 @@ var (
 	}
 )
 
-// Object lock actions of a locked bucket's objects: every key may read what locks them;
-// where SetRetention says so, a ReadWrite key may set their retention.
-var (
-	lockReadActions   = []string{"s3:GetObjectRetention", "s3:GetObjectLegalHold"}
-	lockRetainActions = []string{"s3:PutObjectRetention"}
-)
+// lockReadActions are what every key may do to the lock of a locked bucket's objects:
+// read it.
+var lockReadActions = []string{"s3:GetObjectRetention", "s3:GetObjectLegalHold"}
 
 // NeverGranted are the actions no key gets, on any bucket: each would let an
 // application weaken an object lock (delete a locked version or its Governance
 // retention, change or lift the bucket's lock or default retention, lift a legal hold
 // someone else placed: s3:PutObjectLegalHold sets and lifts alike) or take its bucket
-// over. PolicyDocument's tests hold every document against this list.
+// over. s3:PutObjectRetention is among them because no store bounds it to lengthening
+// a retention: Versity S3 Gateway keeps no retention per version, so a version's first
+// own retention, however short, replaces the bucket's default for it, and on SeaweedFS
+// and Versity the same permission lets PutObject's lock headers give a new version a
+// shorter retention or a weaker mode than the bucket's default. A tenant that wants
+// longer retention asks its claim for it (spec.objectLock.defaultRetention).
+// PolicyDocument's tests hold every document against this list.
 var NeverGranted = []string{
-	"s3:BypassGovernanceRetention", "s3:PutBucketObjectLockConfiguration", "s3:PutObjectLegalHold",
+	"s3:BypassGovernanceRetention", "s3:PutBucketObjectLockConfiguration", "s3:PutObjectLegalHold", "s3:PutObjectRetention",
 	"s3:DeleteObjectVersion", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:DeleteBucket",
 	"s3:PutBucketVersioning", "s3:PutBucketTagging", "s3:PutLifecycleConfiguration",
 }
@@ -144,7 +141,7 @@ type policyDocument struct {
 // an unchanged access writes the same document.
 func PolicyDocument(grants []Grant) (string, error) {
 	byMode := map[Mode][]string{}
-	var locked, retained []string
+	var locked []string
 	for _, g := range grants {
 		if g.Bucket == "" {
 			return "", fmt.Errorf("iam: empty bucket name in grant")
@@ -155,9 +152,6 @@ func PolicyDocument(grants []Grant) (string, error) {
 		byMode[g.Mode] = append(byMode[g.Mode], g.Bucket)
 		if g.ObjectLock {
 			locked = append(locked, g.Bucket)
-		}
-		if g.ObjectLock && g.SetRetention && g.Mode == ReadWrite {
-			retained = append(retained, g.Bucket)
 		}
 	}
 	if len(byMode) == 0 {
@@ -182,9 +176,6 @@ func PolicyDocument(grants []Grant) (string, error) {
 	}
 	if len(locked) > 0 {
 		doc.Statement = append(doc.Statement, statement{Sid: "ObjectLockRead", Effect: "Allow", Action: lockReadActions, Resource: objectsOf(locked)})
-	}
-	if len(retained) > 0 {
-		doc.Statement = append(doc.Statement, statement{Sid: "ObjectLockRetention", Effect: "Allow", Action: lockRetainActions, Resource: objectsOf(retained)})
 	}
 	b, err := json.Marshal(doc)
 	return string(b), err

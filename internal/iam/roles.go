@@ -89,6 +89,8 @@ type Role struct {
 type RoleRef struct {
 	Name string
 	ARN  string
+	// Created is when the role was made; zero where the store does not say.
+	Created time.Time
 }
 
 // RolePage is one page of ListRoles.

@@ -240,7 +240,7 @@ func (c *client) ListRoles(ctx context.Context, marker string, limit int) (RoleP
 		}
 		page = RolePage{}
 		for _, r := range out.Roles {
-			page.Roles = append(page.Roles, RoleRef{Name: aws.ToString(r.RoleName), ARN: aws.ToString(r.Arn)})
+			page.Roles = append(page.Roles, RoleRef{Name: aws.ToString(r.RoleName), ARN: aws.ToString(r.Arn), Created: aws.ToTime(r.CreateDate)})
 		}
 		// As ListUsers: a truncated answer without a new marker is the last page.
 		if out.IsTruncated && aws.ToString(out.Marker) != "" && aws.ToString(out.Marker) != marker {

@@ -4,16 +4,13 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // a provider's thumbprint is SHA-1 by definition (AWS, RGW)
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 )
 
-// maxIssuerDocument bounds what Thumbprint reads of the issuer's discovery document
-// and key set: both are a few kilobytes.
+// maxIssuerDocument bounds what Thumbprint and IssuerKeySet read of the issuer's
+// discovery document and key set: both are a few kilobytes.
 const maxIssuerDocument = 256 << 10
 
 // Thumbprint computes the thumbprint a store checks an issuer's key set host
@@ -24,26 +21,16 @@ const maxIssuerDocument = 256 << 10
 // verify TLS: a thumbprint taken over a connection nobody vouched for would pin
 // whoever answered. ctx bounds the whole lookup.
 func Thumbprint(ctx context.Context, hc *http.Client, issuer string) (string, error) {
-	discovery := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
-	body, _, err := getIssuerDocument(ctx, hc, discovery)
+	jwks, err := jwksURI(ctx, hc, issuer)
 	if err != nil {
 		return "", err
 	}
-	var doc struct {
-		JWKSURI string `json:"jwks_uri"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", fmt.Errorf("the discovery document at %s is not JSON: %w", discovery, err)
-	}
-	if u, err := url.Parse(doc.JWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", fmt.Errorf("the discovery document at %s names no https jwks_uri (%q)", discovery, doc.JWKSURI)
-	}
-	_, resp, err := getIssuerDocument(ctx, hc, doc.JWKSURI)
+	_, resp, err := getIssuerDocument(ctx, hc, jwks)
 	if err != nil {
 		return "", err
 	}
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
-		return "", fmt.Errorf("%s presented no certificate", doc.JWKSURI)
+		return "", fmt.Errorf("%s presented no certificate", jwks)
 	}
 	certs := resp.TLS.PeerCertificates
 	sum := sha1.Sum(certs[len(certs)-1].Raw) //nolint:gosec // see the import

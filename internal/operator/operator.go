@@ -264,6 +264,10 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	if err != nil {
 		return err
 	}
+	clusterKeys, err := clusterKeySet(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	if err := (&objectstore.Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
@@ -278,6 +282,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Access:           access,
 		ClusterID:        opts.ClusterID,
 		IssuerHTTPClient: opts.IssuerHTTPClient,
+		ClusterKeys:      clusterKeys,
 		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ObjectStore controller: %w", err)

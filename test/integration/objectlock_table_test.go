@@ -14,19 +14,21 @@ import (
 // suite's object lock tests. TestMain checks it once every test has run.
 
 const (
-	rowLockCreate   = "Object lock at creation (`spec.objectLock`)"
-	rowLockDefault  = "Default retention (`defaultRetention`), removed or shortened by hand"
-	rowLockCounted  = "A default retention locks"
-	rowLockExisting = "Object lock turned on for an existing bucket"
-	rowLockKey      = "Against the application's key (ReadWrite)"
-	rowLockHeaders  = "The key's own PutObject with a Compliance retention (no `s3:PutObjectRetention`)"
-	rowLockPurge    = "Purge of a bucket with locked versions"
-	rowLockBypass   = "Governance bypass by a Purge (`purgeMayBypassGovernance`)"
-	rowLockComply   = "Compliance, with the bypass allowed"
+	rowLockCreate    = "Object lock at creation (`spec.objectLock`)"
+	rowLockDefault   = "Default retention (`defaultRetention`), removed or shortened by hand"
+	rowLockCounted   = "A default retention locks"
+	rowLockExisting  = "Object lock turned on for an existing bucket"
+	rowLockKey       = "Against the application's key (ReadWrite)"
+	rowLockHeaders   = "The key's own PutObject with a Compliance retention"
+	rowLockRetention = "The key's PutObjectRetention, where `allowedModes` include Compliance"
+	rowLockShort     = "The key's own PutObject with a Governance retention of seconds on a Compliance default, or a legal hold"
+	rowLockPurge     = "Purge of a bucket with locked versions"
+	rowLockBypass    = "Governance bypass by a Purge (`purgeMayBypassGovernance`)"
+	rowLockComply    = "Compliance, with the bypass allowed"
 )
 
 var lockTable = testenv.NewStoreTable("objectlock", "the controller suite's object lock tests",
-	rowLockCreate, rowLockDefault, rowLockCounted, rowLockExisting, rowLockKey, rowLockHeaders, rowLockPurge, rowLockBypass, rowLockComply)
+	rowLockCreate, rowLockDefault, rowLockCounted, rowLockExisting, rowLockKey, rowLockHeaders, rowLockRetention, rowLockShort, rowLockPurge, rowLockBypass, rowLockComply)
 
 // lockTableStores are the table's columns.
 var lockTableStores = []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}

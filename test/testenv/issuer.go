@@ -70,6 +70,8 @@ type Issuer struct {
 	mu       sync.Mutex
 	upstream *http.Client // the API server, as its admin
 	apiURL   string
+	// extraKeys are the keys of the clusters sharing the issuer (ShareWith), by kid.
+	extraKeys map[string]map[string]string
 }
 
 // issuerDomain is the domain of every issuer's name: .test is reserved (RFC 2606).
@@ -239,10 +241,18 @@ func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if r.URL.Path == IssuerJWKSPath && resp.StatusCode == http.StatusOK {
+		body = i.withExtraKeys(body)
+	}
 	i.served.Add(1)
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, io.LimitReader(resp.Body, 1<<20))
+	_, _ = w.Write(body)
 }
 
 // Served counts the documents the issuer served from its control plane: a store that

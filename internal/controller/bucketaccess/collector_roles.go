@@ -3,6 +3,7 @@ package bucketaccess
 import (
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,8 @@ type roleSweep struct {
 	generation  int64
 }
 
-// judgeRole says whether a role listed on store goes, why, and whose it was.
-func (x *accessIndex) judgeRole(role iam.RoleRef, store string) (bool, string, *accessFacts) {
+// judgeRole says whether a role listed on store goes, why, and whose it was, at now.
+func (x *accessIndex) judgeRole(role iam.RoleRef, store string, now time.Time) (bool, string, *accessFacts) {
 	f := x.byUser[role.Name]
 	switch {
 	case f == nil && iam.OwnedUserName(x.clusterID, role.Name):
@@ -49,6 +50,11 @@ func (x *accessIndex) judgeRole(role iam.RoleRef, store string) (bool, string, *
 		return false, "", f // the same role, seen through another store of its account
 	case f.store == "":
 		return true, verdictNoGrant.String(), f
+	case f.ready && f.issuedOn != f.store && now.Sub(role.Created) < defaults.AccessCollectRoleIssuing:
+		// Its access, Ready on another store, has recorded no role there yet: it may
+		// be making this very role there right now, through the same IAM account.
+		// Once its status records the role, the ARN says; a role left behind goes then.
+		return false, "", f
 	default:
 		return true, verdictMovedAway.String(), f
 	}
@@ -98,13 +104,13 @@ func (c *Collector) sweepRoles(ctx context.Context, store *bkv1.ObjectStore, dri
 			if judged >= defaults.AccessCollectMaxUsers {
 				return nil
 			}
-			if goes, _, _ := cached.judgeRole(role, store.Name); goes {
+			if goes, _, _ := cached.judgeRole(role, store.Name, c.Clock.Now()); goes {
 				if fresh == nil {
 					if fresh, err = c.index(ctx, c.APIReader); err != nil {
 						return err
 					}
 				}
-				goes, why, f := fresh.judgeRole(role, store.Name)
+				goes, why, f := fresh.judgeRole(role, store.Name, c.Clock.Now())
 				if goes {
 					if out.revoked >= defaults.AccessCollectMaxDeletions {
 						return nil

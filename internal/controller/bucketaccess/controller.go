@@ -182,12 +182,6 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		}
 	}
 	s.store = store
-	if store.Spec.Guardrails.ObjectLock.ModeAllowed(bkv1.ObjectLockCompliance) {
-		// A key's own retention is within what the store's admin consented to (iam.Grant).
-		for i := range s.grants {
-			s.grants[i].SetRetention = s.grants[i].ObjectLock
-		}
-	}
 	driver, err := r.Access.DriverFor(ctx, store)
 	if err != nil {
 		return err
@@ -213,7 +207,9 @@ func accessIdentity(clusterID string, ba *bkv1.BucketAccess) string {
 // by its store's guardrails, so the key issued for it is revoked (user, policy and
 // keys deleted, Secret deleted: a Secret without a key would only fail later and less
 // clearly) even if the bucket itself is retained on the store. A new key is issued
-// once every bucket is Ready again. Then it reports why.
+// once every bucket is Ready again. Then it reports why. A keyless access's role is
+// revoked so too when its store's issuer turns out shared with another cluster
+// (reconcileRole).
 func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAccess, why *reconcile.StepError) error {
 	if !r.mayHoldIdentity(ba) {
 		return why // nothing was issued

@@ -40,6 +40,9 @@ func storeTrust(store *bkv1.ObjectStore) (*bkv1.WebIdentity, *bkv1.WebIdentitySt
 	switch {
 	case c != nil && c.Status == metav1.ConditionFalse && c.Reason == bkv1.ReasonNotSupportedByStore:
 		return nil, nil, reconcile.Terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q cannot give roles to ServiceAccounts: %s", store.Name, c.Message)
+	case c != nil && c.Status == metav1.ConditionFalse && c.Reason == bkv1.ReasonIssuerShared:
+		return nil, nil, reconcile.Terminalf(bkv1.ReasonIssuerShared,
+			"ObjectStore %q does not trust ServiceAccount tokens: its issuer is shared with another cluster (%s); the role is revoked, and made again once the store trusts the issuer again", store.Name, c.Message)
 	case c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != store.Generation ||
 		st == nil || st.ProviderARN == "" || st.Issuer != w.Issuer || st.Audience != w.Audience:
 		why := "not checked yet"
@@ -65,6 +68,10 @@ func roleOf(ba *bkv1.BucketAccess, name string, w *bkv1.WebIdentity, st *bkv1.We
 // differ from what this process last wrote (after a restart: once).
 func (r *Reconciler) reconcileRole(ctx context.Context, s *accessScope) error {
 	w, st, why := storeTrust(s.store)
+	if why != nil && why.Reason == bkv1.ReasonIssuerShared {
+		// Another cluster's tokens would pass its trust policy: the role goes now.
+		return r.revokeForGoneBucket(ctx, s.ba, why)
+	}
 	if why != nil {
 		return why
 	}

@@ -20,6 +20,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/memo"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
@@ -58,8 +59,13 @@ type Reconciler struct {
 	// cannot exist).
 	ClusterID string
 	// IssuerHTTPClient reads an issuer's discovery document and key set, to compute
-	// the thumbprint of a store's webIdentity that gives none; nil: the system's roots.
+	// the thumbprint of a store's webIdentity that gives none and to check that the
+	// issuer publishes this cluster's keys alone; nil: the system's roots.
 	IssuerHTTPClient *http.Client
+	// ClusterKeys reads the ServiceAccount token keys this cluster's API server
+	// publishes (its /openid/v1/jwks), which a store's issuer must publish alone
+	// (issuerkeys.go); nil refuses every webIdentity.
+	ClusterKeys func(ctx context.Context) (iam.KeySet, error)
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
 	ReconcileTimeout time.Duration
 
@@ -67,6 +73,9 @@ type Reconciler struct {
 	lastChecked memo.Map[string, time.Time]
 	// webIdentity is, per store, its last registration (webidentity.go).
 	webIdentity memo.Map[string, webIdentityRun]
+	// issuerUnread is, per store that gives thumbprints, an issuer the operator could
+	// not read and until when it is not tried again (issuerkeys.go).
+	issuerUnread memo.Map[string, unreadIssuer]
 }
 
 // checkAllowed says whether a store may be checked now, or how long to wait.

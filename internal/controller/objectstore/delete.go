@@ -42,6 +42,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 	}
 	r.lastChecked.Delete(store.Name)
 	r.webIdentity.Delete(store.Name)
+	r.issuerUnread.Delete(store.Name)
 	if r.OnHealth != nil {
 		r.OnHealth(store.Name, nil)
 	}

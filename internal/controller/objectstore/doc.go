@@ -12,6 +12,8 @@
 //     its own; access.go (the IAM endpoint) and admin.go (spec.adminAPI, for quotas)
 //     say what each is.
 //   - webidentity.go: keyless access's side of the store: the cluster's issuer
-//     registered as its OIDC provider (WebIdentityReady, status.webIdentity).
+//     registered as its OIDC provider (WebIdentityReady, status.webIdentity);
+//     issuerkeys.go: the check that binds that trust to this cluster (the issuer
+//     publishes the cluster's keys alone).
 //   - delete.go: deletion, refused while StorageBuckets use the store.
 package objectstore

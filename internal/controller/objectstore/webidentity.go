@@ -34,23 +34,32 @@ func registrationKey(store *bkv1.ObjectStore) string {
 }
 
 // checkWebIdentity keeps the store's trust in the cluster's ServiceAccount tokens
-// (spec.accessProvider.webIdentity) and its WebIdentityReady condition: the issuer
-// registered as the store's OpenID Connect provider, with the audience and the
-// thumbprints (the spec's, or those computed from the issuer's key set host), and a
-// probe that the store keeps inline role policies, which every keyless access needs.
-// It registers again when the spec changes, after a failure (WebIdentityRetry) and
-// every WebIdentityRecheck; in between it keeps the verdict. Without webIdentity the
-// condition and status go; the provider stays on the store (other stores of its
-// account may trust the same issuer, and without roles it grants nothing).
+// (spec.accessProvider.webIdentity) and its WebIdentityReady condition: the issuer's
+// key set checked to be this cluster's alone (checkIssuerKeys, on every health check),
+// the issuer registered as the store's OpenID Connect provider, with the audience and
+// the thumbprints (the spec's, or those computed from the issuer's key set host), and
+// a probe that the store keeps inline role policies, which every keyless access needs.
+// It registers again when the spec changes, after a failure (WebIdentityRetry) or a
+// refused key set, and every WebIdentityRecheck; in between it keeps the verdict.
+// Without webIdentity the condition and status go; the provider stays on the store
+// (other stores of its account may trust the same issuer, and without roles it grants
+// nothing).
 func (r *Reconciler) checkWebIdentity(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) {
 	if p := store.Spec.AccessProvider; p == nil || p.WebIdentity == nil || stores.AccessProviderOf(store) != bkv1.AccessProviderIAM || r.Access == nil {
 		reconcile.RemoveCondition(&store.Status.Conditions, bkv1.ConditionWebIdentityReady)
 		store.Status.WebIdentity = nil
 		r.forgetWebIdentity(store.Name)
+		r.issuerUnread.Delete(store.Name)
+		return
+	}
+	now := r.Clock.Now()
+	refused, unchecked := r.checkIssuerKeys(ctx, store, now)
+	if refused != nil {
+		r.forgetWebIdentity(store.Name) // registered again once the key set is the cluster's
+		r.reportWebIdentity(store, patcher, metav1.ConditionFalse, refused.Reason, refused.Message)
 		return
 	}
 	key := registrationKey(store)
-	now := r.Clock.Now()
 	if last, ok := r.lastWebIdentity(store.Name); ok && last.want == key && reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionWebIdentityReady) != nil {
 		wait := defaults.WebIdentityRetry
 		if last.ok {
@@ -68,8 +77,17 @@ func (r *Reconciler) checkWebIdentity(ctx context.Context, store *bkv1.ObjectSto
 		store.Status.WebIdentity = registered
 		message = fmt.Sprintf("the store trusts ServiceAccount tokens of %s for audience %s (OIDC provider %s) and keeps roles' policies",
 			registered.Issuer, registered.Audience, registered.ProviderARN)
+		if unchecked != "" {
+			message += "; " + unchecked
+		}
 	}
 	r.setLastWebIdentity(store.Name, webIdentityRun{want: key, at: now, ok: err == nil})
+	r.reportWebIdentity(store, patcher, status, reason, message)
+}
+
+// reportWebIdentity sets WebIdentityReady, with an Event when its status or reason
+// changes.
+func (r *Reconciler) reportWebIdentity(store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher, status metav1.ConditionStatus, reason, message string) {
 	before := reconcile.FindCondition(store.Status.Conditions, bkv1.ConditionWebIdentityReady)
 	if before == nil || before.Status != status || before.Reason != reason {
 		eventType := corev1.EventTypeNormal
