@@ -28,8 +28,9 @@ type moveTargetScope struct {
 }
 
 // moveTarget checks that the move may go where the spec says, with the target store's
-// guardrails in full, as for a new bucket there, and the source's say on moves out.
-// Nothing is sent to either store.
+// guardrails in full, as for a new bucket there (its name lanes and prefix too, by the
+// name the bucket keeps: checkMoveName), and the source's say on moves out. Nothing is
+// sent to either store.
 func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) (*moveTargetScope, error) {
 	sb := scope.sb
 	if scope.store.Spec.Guardrails.Moves.OutOf == bkv1.MoveForbidden {
@@ -49,12 +50,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
 	refusal := checkGuardrails(there)
 	if refusal == nil {
-		if refusal, err = r.checkNameLane(ctx, there); err != nil {
+		if refusal, err = r.checkMoveName(ctx, there); err != nil {
 			return nil, err
 		}
-	}
-	if refusal == nil && there.adoptOnly {
-		refusal = reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket name %q lies outside namespace %q's lane on ObjectStore %q", scope.bucket, sb.Namespace, target.Name)
 	}
 	if refusal != nil {
 		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q refuses the bucket (%s): %s; nothing was created there", target.Name, refusal.Reason, refusal.Message)
