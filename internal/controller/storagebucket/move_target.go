@@ -74,6 +74,10 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 // version is copied or the claim asks for it. The rest of the configuration is
 // applied by the configuration step of the first pass on the new home, before its
 // connection Secret names it.
+//
+// A bucket the move did not create is never taken: one tagged as another's, one an
+// answer to its CreateBucket says was there already (createMoveTarget), and one
+// without tags that holds anything (freshMoveTarget).
 func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) error {
 	sb := scope.sb
 	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
@@ -85,6 +89,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 	case s3.KindNotFound:
 		// Recorded before the create, as status.createIntent is: an untagged bucket
 		// found after a crash is this move's only if its status says so.
+		sentBefore := m.TargetBucket == t.bucket // by an earlier pass, maybe an earlier process
 		m.TargetBucket = t.bucket
 		if err := scope.patcher.WriteNow(ctx); err != nil {
 			return fmt.Errorf("recording the move's target bucket: %w", err)
@@ -93,13 +98,14 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		if sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil {
 			create = t.s3.CreateBucketWithObjectLock
 		}
-		if err := create(ctx, t.bucket, t.region); err != nil && s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
-			if s3.KindOf(err) == s3.KindBucketNameTaken {
-				return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket name %q is taken on ObjectStore %q by another account", t.bucket, t.store.Name)
-			}
-			return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		if err := r.createMoveTarget(ctx, t, m, create, sentBefore); err != nil {
+			return err
 		}
-		tags = map[string]string{}
+		// Read, not taken for granted: Ceph RGW answers its owner's CreateBucket of a
+		// bucket that exists already as it answers a new one.
+		if tags, err = t.s3.GetBucketTagging(ctx, t.bucket); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		}
 	case s3.KindAccessDenied:
 		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q exists on ObjectStore %q and belongs to another account", t.bucket, t.store.Name)
 	default:
@@ -128,6 +134,9 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		if m.TargetBucket != t.bucket {
 			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q already exists on ObjectStore %q and is not this claim's: a move never writes into it", t.bucket, t.store.Name)
 		}
+		if err := freshMoveTarget(ctx, t, m); err != nil {
+			return err
+		}
 		want := withoutSystemTags(tags)
 		maps.Copy(want, sb.Spec.Tags)
 		maps.Copy(want, scope.owner.tags())
@@ -135,6 +144,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 			return reconcile.AsStepError(err, fmt.Sprintf("tagging bucket %q on ObjectStore %q", t.bucket, t.store.Name))
 		}
 	default:
+		m.TargetBucket = "" // not this move's: never touched, by an abort neither
 		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q on ObjectStore %q belongs to another StorageBucket or cluster: a move never writes into it", t.bucket, t.store.Name)
 	}
 	if copiesVersions(sb) || desiredVersioning(sb) == s3.VersioningEnabled {
@@ -143,6 +153,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		}
 	}
 	r.moveTargets.Store(m.ID, t.bucket)
+	r.moveCreates.Delete(m.ID) // tagged: a create landing late can take nothing from it
 	return nil
 }
 
