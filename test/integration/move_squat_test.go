@@ -55,10 +55,11 @@ func testMoveNeverTakesABucketMadeInItsWindow(t *testing.T, src, tgt *testenv.S3
 	t.Cleanup(func() { emptyAndDelete(context.Background(), tgtAdmin, bucket) })
 
 	recorded := make(chan bool, 1)
+	key := client.ObjectKeyFromObject(sb) // sb is the test's to update meanwhile
 	proxy.squatOn(bucket, func() {
 		// The move's target is in its status by now; someone else's bucket comes first.
 		got := &bkv1.StorageBucket{}
-		recorded <- k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got) == nil && got.Status.Move != nil && got.Status.Move.TargetBucket == bucket
+		recorded <- k8s.Get(f.ctx, key, got) == nil && got.Status.Move != nil && got.Status.Move.TargetBucket == bucket
 		if err := tgtAdmin.CreateBucket(f.ctx, bucket, ""); err != nil {
 			t.Errorf("someone else's CreateBucket: %v", err)
 		}

@@ -102,7 +102,7 @@ func watchClaim(t *testing.T, f *fixture, sb *bkv1.StorageBucket) func() []bkv1.
 		seen []bkv1.StorageBucket
 		done = make(chan struct{})
 	)
-	rv := f.get(sb).ResourceVersion
+	rv, name := f.get(sb).ResourceVersion, sb.Name // sb is the test's to update meanwhile
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
@@ -114,7 +114,7 @@ func watchClaim(t *testing.T, f *fixture, sb *bkv1.StorageBucket) func() []bkv1.
 			}
 			for ev := range w.ResultChan() {
 				got, ok := ev.Object.(*bkv1.StorageBucket)
-				if !ok || ev.Type == watch.Bookmark || got.Name != sb.Name {
+				if !ok || ev.Type == watch.Bookmark || got.Name != name {
 					continue
 				}
 				rv = got.ResourceVersion

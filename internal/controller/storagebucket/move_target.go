@@ -94,6 +94,10 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		if err := scope.patcher.WriteNow(ctx); err != nil {
 			return fmt.Errorf("recording the move's target bucket: %w", err)
 		}
+		// The write read the claim back from the API server into a status.move of its
+		// own: what this pass goes on to record (a refusal below, the pass's progress)
+		// is m's, so m is the claim's status.move again.
+		sb.Status.Move = m
 		create := t.s3.CreateBucket
 		if sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil {
 			create = t.s3.CreateBucketWithObjectLock
