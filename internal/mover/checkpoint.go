@@ -52,7 +52,8 @@ type Checkpoint struct {
 	Uploads []Upload `json:"uploads,omitempty"`
 	// Plan is the plan pass's result (PlanShard only).
 	Plan *Plan `json:"plan,omitempty"`
-	// LastError is why the last run of this pass stopped early, if it did.
+	// LastError is why the last run of this pass stopped early, if it did, in the
+	// words a tenant may read (reason): the mover's log has the whole error.
 	LastError string `json:"lastError,omitempty"`
 
 	// equivalent holds the ETag equivalences (equivalence.go); stored beside the

@@ -169,7 +169,7 @@ func (s *shard) settle(ctx context.Context, t task, err error, stop context.Canc
 			cp.Failures.add(Failure{Key: t.key, Reason: reason(err)})
 			many = cp.Failures.Count >= s.limits.MaxFailures
 		})
-		s.log.Info("key not copied", "key", t.key, "reason", reason(err))
+		s.log.Info("key not copied", "key", t.key, "reason", reason(err), "error", err.Error())
 		if many {
 			stop(fmt.Errorf("%w: %d keys failed, the most a pass goes on after", errTooManyFailures, s.limits.MaxFailures))
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
@@ -122,9 +124,23 @@ func onSide(side string, err error) error {
 	return &sideError{side: side, err: err}
 }
 
-// reason is a failure's Reason: the side and what the store answered, without the
-// cause text (which may name the store's addresses).
+// reason is what a failure says where tenants read it (a key's Failure, a stopped
+// run's LastError, both shown in the claim's status): which side, and what the store
+// answered (operation, kind, code and status: s3.Error's Summary), or for a failure
+// with no answer the kind alone (Unreachable, TLS, Timeout). Never the store's own
+// text or a transport error's, which name the store's addresses, its TLS chain or
+// internal paths and are the store admin's to read: the mover's log has the whole
+// error. The mover's own errors say what it found in its own words.
 func reason(err error) string {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range joined.Unwrap() {
+			if e != nil {
+				parts = append(parts, reason(e))
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
 	side := "mover"
 	var se *sideError
 	if errors.As(err, &se) {
@@ -133,6 +149,10 @@ func reason(err error) string {
 	var e *s3.Error
 	if errors.As(err, &e) {
 		return fmt.Sprintf("%s: %s", side, e.Summary())
+	}
+	var ue *url.Error
+	if kind := s3.KindOf(err); kind != s3.KindUnknown || errors.As(err, &ue) {
+		return fmt.Sprintf("%s: %s", side, kind)
 	}
 	if se != nil {
 		return se.Error()

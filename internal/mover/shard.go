@@ -177,7 +177,7 @@ func (s *shard) end(runErr error) error {
 	if errors.Is(runErr, errTooManyFailures) {
 		// Running the pass again would fail the same keys: it is over, and its
 		// failures say why the move cannot cut over.
-		s.cp.LastError, runErr = runErr.Error(), nil
+		s.cp.LastError, runErr = reason(runErr), nil
 		s.cp.Phase, s.cp.Finished = PhaseDone, &now
 	} else if runErr == nil {
 		s.cp.Phase, s.cp.Finished, s.cp.Cursor = PhaseDone, &now, ""
@@ -185,7 +185,7 @@ func (s *shard) end(runErr error) error {
 			s.eq.prune() // every record still in use was consulted in this one run
 		}
 	} else {
-		s.cp.LastError = runErr.Error()
+		s.cp.LastError = reason(runErr) // tenants read it; the caller logs the whole error
 	}
 	s.dirty = true
 	s.mu.Unlock()

@@ -77,8 +77,10 @@ type Reconciler struct {
 	// blocked holds the keys this reconciler reported to OnDeletionBlocked.
 	blocked sync.Map
 	// moveTargets: the target bucket each move (by ID) found ready in this process;
-	// moveTargetsRemoved: when this process deleted the target of a cancelled move.
-	moveTargets, moveTargetsRemoved sync.Map
+	// moveTargetsRemoved: when this process deleted the target of a cancelled move;
+	// moveCreates: until when the target CreateBuckets this process sent for a move
+	// may land (move_create.go).
+	moveTargets, moveTargetsRemoved, moveCreates sync.Map
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.

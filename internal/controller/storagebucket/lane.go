@@ -46,9 +46,47 @@ func (r *Reconciler) checkNameLane(ctx context.Context, scope *bucketScope) (*re
 			return nil, nil
 		}
 	}
+	return laneRefusal("bucketName", name, sb.Namespace, store), nil
+}
+
+// laneRefusal says that name (what, "bucketName" or "bucket") lies outside namespace's
+// lane on store, and what the lane is.
+func laneRefusal(what, name, namespace string, store *bkv1.ObjectStore) *reconcile.StepError {
 	return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed,
-		"bucketName %q is outside namespace %q's lane on ObjectStore %q: a bucket a claim creates must be named %q followed by a name that belongs to no longer namespace's lane and does not end in a hyphen and 8 hex digits (guardrails.allowBucketNamesOutsideNamespace is off)",
-		name, sb.Namespace, store.Name, naming.LaneStem(store.Spec.BucketNamePrefix, sb.Namespace)), nil
+		"%s %q is outside namespace %q's lane on ObjectStore %q: a bucket a claim creates must be named %q followed by a name that belongs to no longer namespace's lane and does not end in a hyphen and 8 hex digits (guardrails.allowBucketNamesOutsideNamespace is off)",
+		what, name, namespace, store.Name, naming.LaneStem(store.Spec.BucketNamePrefix, namespace))
+}
+
+// checkMoveName holds the name of a bucket that moves to the target's rules for a
+// bucket a claim creates there: the move creates it on the target under the name it
+// has, so that name decides, never the claim's hold on it at its source (which
+// checkNameLane lets by: a bucket named in another namespace's lane on a store that
+// allowed it, or one bound before lanes, would otherwise land in that lane on a store
+// that keeps lanes, where the other namespace's claim of the name would stall
+// OwnedByAnotherClaim for good). The name the target would derive for this claim is
+// its own there; any other name, a derived one made with another store's prefix
+// included, is held to the target's bucketNamePrefix and to the namespace's lane as an
+// explicit name is, and adoption's way past the lane does not apply: a move creates.
+// Nothing is sent to the target, so the refusal reads the same whether or not a bucket
+// of that name exists there.
+func (r *Reconciler) checkMoveName(ctx context.Context, there *bucketScope) (*reconcile.StepError, error) {
+	sb, store, name := there.sb, there.store, there.bucket
+	rails, prefix := &store.Spec.Guardrails, store.Spec.BucketNamePrefix
+	if (sb.Spec.BucketName == "" && name == naming.BucketName(prefix, sb.Namespace, sb.Name)) || rails.AllowAnyBucketName {
+		return nil, nil
+	}
+	if prefix != "" && !strings.HasPrefix(name, prefix) {
+		return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket %q does not start with ObjectStore %q's bucketNamePrefix %q, and its guardrails.allowAnyBucketName is off",
+			name, store.Name, prefix), nil
+	}
+	if rails.AllowBucketNamesOutsideNamespace {
+		return nil, nil
+	}
+	inLane, err := r.inNamespaceLane(ctx, prefix, sb, name)
+	if err != nil || inLane {
+		return nil, err
+	}
+	return laneRefusal("bucket", name, sb.Namespace, store), nil
 }
 
 // inNamespaceLane says whether name is in the claim's namespace's lane: it starts with

@@ -111,3 +111,84 @@ func TestAdoptOnlyNameCreatesNothing(t *testing.T) {
 		t.Errorf("intent %v, store calls %v %v", sb.Status.CreateIntent, f.reads, f.writes)
 	}
 }
+
+// TestMoveNameLane: which bucket names a claim of namespace "team-a" may move onto a
+// store with prefix "acme", with "team-a-b" existing beside it. The name the bucket
+// keeps decides, as for a new bucket there: holding it at the source, having meant to
+// create it or being allowed to adopt it is no way past the target's lanes, and a
+// name derived with another store's prefix is held to this one's.
+func TestMoveNameLane(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"adopt": "yes"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a-b"}}).Build()}
+	held := func(bucket string) func(*bkv1.StorageBucket, *bkv1.ObjectStore) {
+		return func(sb *bkv1.StorageBucket, _ *bkv1.ObjectStore) { sb.Status.BucketName = bucket }
+	}
+	derived := func(prefix string) string { return naming.BucketName(prefix, "team-a", "data") }
+
+	for _, c := range []struct {
+		name, bucket string
+		// explicit: the bucket is spec.bucketName; otherwise it was derived at its
+		// source (status.bucketName).
+		explicit bool
+		mutate   func(*bkv1.StorageBucket, *bkv1.ObjectStore)
+		// want: what the refusal names ("" for none).
+		want string
+	}{
+		{name: "in the lane", bucket: "acme-team-a-logs", explicit: true},
+		{name: "the name the target derives", bucket: derived("acme")},
+		{name: "another namespace's lane, held at the source", bucket: "acme-team-c-logs", explicit: true,
+			mutate: held("acme-team-c-logs"), want: `"acme-team-a-"`},
+		{name: "a longer namespace's lane, held at the source", bucket: "acme-team-a-b-logs", explicit: true,
+			mutate: held("acme-team-a-b-logs"), want: `"acme-team-a-"`},
+		{name: "another namespace's lane, a create intended", bucket: "acme-team-c-logs", explicit: true, want: `"acme-team-a-"`,
+			mutate: func(sb *bkv1.StorageBucket, _ *bkv1.ObjectStore) {
+				sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: "acme-team-c-logs", UID: sb.UID}
+			}},
+		{name: "another namespace's lane, adoption allowed", bucket: "acme-team-c-logs", explicit: true, want: `"acme-team-a-"`,
+			mutate: func(sb *bkv1.StorageBucket, s *bkv1.ObjectStore) {
+				sb.Status.BucketName = "acme-team-c-logs"
+				sb.Spec.Adoption = bkv1.AdoptionIfUnowned
+				s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"adopt": "yes"}}
+			}},
+		{name: "derived with no prefix", bucket: derived(""), want: "bucketNamePrefix"},
+		{name: "derived with another prefix", bucket: derived("acme-old"), want: `"acme-team-a-"`},
+		{name: "derived with another prefix, onto a store without one", bucket: derived("acme"), want: `"team-a-"`,
+			mutate: func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) { s.Spec.BucketNamePrefix = "" }},
+		{name: "outside the prefix, names outside lanes allowed", bucket: derived("other"), want: "bucketNamePrefix",
+			mutate: func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) {
+				s.Spec.Guardrails.AllowBucketNamesOutsideNamespace = true
+			}},
+		{name: "another namespace's lane, names outside lanes allowed", bucket: "acme-team-c-logs", explicit: true,
+			mutate: func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) {
+				s.Spec.Guardrails.AllowBucketNamesOutsideNamespace = true
+			}},
+		{name: "any name allowed", bucket: derived("other"),
+			mutate: func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowAnyBucketName = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111"}}
+			sb.Status.BucketName = c.bucket
+			if c.explicit {
+				sb.Spec.BucketName = c.bucket
+			}
+			store := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "target"}, Spec: bkv1.ObjectStoreSpec{BucketNamePrefix: "acme"}}
+			if c.mutate != nil {
+				c.mutate(sb, store)
+			}
+			refusal, err := r.checkMoveName(context.Background(), &bucketScope{sb: sb, store: store, bucket: c.bucket})
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case c.want == "" && refusal != nil:
+				t.Fatalf("refused: %s", refusal.Message)
+			case c.want != "" && (refusal == nil || refusal.Reason != bkv1.ReasonBucketNameNotAllowed || !refusal.Terminal):
+				t.Fatalf("refusal %v, want a terminal BucketNameNotAllowed", refusal)
+			case c.want != "" && (!strings.Contains(refusal.Message, c.want) || !strings.Contains(refusal.Message, `"target"`)):
+				t.Errorf("the refusal %q does not name the target's rule (%s)", refusal.Message, c.want)
+			}
+		})
+	}
+}

@@ -95,6 +95,10 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	if err != nil {
 		return moveFailed(m, err)
 	}
+	// Every status write of the move says that it runs, those written in the middle
+	// of a pass (ensureMoveTarget's record of its target) too: the pass's summary
+	// took Reconciling off when the bucket on its home store was found Ready.
+	r.reportMove(sb, moveStep{})
 	switch m.Phase {
 	case bkv1.MovePlanning:
 		return r.planMove(ctx, scope, target, m)
@@ -310,7 +314,9 @@ func recordProgress(m *bkv1.MoveStatus, p mover.Progress) {
 		m.ObjectsLeft = 0
 	}
 	if len(p.Errors) > 0 {
-		m.Message = "the mover retries after: " + p.Errors[0]
+		// In the mover's safe words (the store's answer, never its text, which may
+		// name its addresses or TLS chain), as the conditions say store errors.
+		m.Message = "the mover retries after: " + p.Errors[0] + "; the mover's log has the store's message"
 	}
 }
 

@@ -28,8 +28,9 @@ type moveTargetScope struct {
 }
 
 // moveTarget checks that the move may go where the spec says, with the target store's
-// guardrails in full, as for a new bucket there, and the source's say on moves out.
-// Nothing is sent to either store.
+// guardrails in full, as for a new bucket there (its name lanes and prefix too, by the
+// name the bucket keeps: checkMoveName), and the source's say on moves out. Nothing is
+// sent to either store.
 func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) (*moveTargetScope, error) {
 	sb := scope.sb
 	if scope.store.Spec.Guardrails.Moves.OutOf == bkv1.MoveForbidden {
@@ -49,12 +50,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
 	refusal := checkGuardrails(there)
 	if refusal == nil {
-		if refusal, err = r.checkNameLane(ctx, there); err != nil {
+		if refusal, err = r.checkMoveName(ctx, there); err != nil {
 			return nil, err
 		}
-	}
-	if refusal == nil && there.adoptOnly {
-		refusal = reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucket name %q lies outside namespace %q's lane on ObjectStore %q", scope.bucket, sb.Namespace, target.Name)
 	}
 	if refusal != nil {
 		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q refuses the bucket (%s): %s; nothing was created there", target.Name, refusal.Reason, refusal.Message)
@@ -76,6 +74,10 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 // version is copied or the claim asks for it. The rest of the configuration is
 // applied by the configuration step of the first pass on the new home, before its
 // connection Secret names it.
+//
+// A bucket the move did not create is never taken: one tagged as another's, one an
+// answer to its CreateBucket says was there already (createMoveTarget), and one
+// without tags that holds anything (freshMoveTarget).
 func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) error {
 	sb := scope.sb
 	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
@@ -87,21 +89,27 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 	case s3.KindNotFound:
 		// Recorded before the create, as status.createIntent is: an untagged bucket
 		// found after a crash is this move's only if its status says so.
+		sentBefore := m.TargetBucket == t.bucket // by an earlier pass, maybe an earlier process
 		m.TargetBucket = t.bucket
 		if err := scope.patcher.WriteNow(ctx); err != nil {
 			return fmt.Errorf("recording the move's target bucket: %w", err)
 		}
+		// The write read the claim back from the API server into a status.move of its
+		// own: what this pass goes on to record (a refusal below, the pass's progress)
+		// is m's, so m is the claim's status.move again.
+		sb.Status.Move = m
 		create := t.s3.CreateBucket
 		if sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil {
 			create = t.s3.CreateBucketWithObjectLock
 		}
-		if err := create(ctx, t.bucket, t.region); err != nil && s3.KindOf(err) != s3.KindAlreadyOwnedByYou {
-			if s3.KindOf(err) == s3.KindBucketNameTaken {
-				return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket name %q is taken on ObjectStore %q by another account", t.bucket, t.store.Name)
-			}
-			return reconcile.AsStepError(err, fmt.Sprintf("creating bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		if err := r.createMoveTarget(ctx, t, m, create, sentBefore); err != nil {
+			return err
 		}
-		tags = map[string]string{}
+		// Read, not taken for granted: Ceph RGW answers its owner's CreateBucket of a
+		// bucket that exists already as it answers a new one.
+		if tags, err = t.s3.GetBucketTagging(ctx, t.bucket); err != nil {
+			return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of bucket %q on ObjectStore %q", t.bucket, t.store.Name))
+		}
 	case s3.KindAccessDenied:
 		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q exists on ObjectStore %q and belongs to another account", t.bucket, t.store.Name)
 	default:
@@ -130,6 +138,9 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		if m.TargetBucket != t.bucket {
 			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q already exists on ObjectStore %q and is not this claim's: a move never writes into it", t.bucket, t.store.Name)
 		}
+		if err := freshMoveTarget(ctx, t, m); err != nil {
+			return err
+		}
 		want := withoutSystemTags(tags)
 		maps.Copy(want, sb.Spec.Tags)
 		maps.Copy(want, scope.owner.tags())
@@ -137,6 +148,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 			return reconcile.AsStepError(err, fmt.Sprintf("tagging bucket %q on ObjectStore %q", t.bucket, t.store.Name))
 		}
 	default:
+		m.TargetBucket = "" // not this move's: never touched, by an abort neither
 		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q on ObjectStore %q belongs to another StorageBucket or cluster: a move never writes into it", t.bucket, t.store.Name)
 	}
 	if copiesVersions(sb) || desiredVersioning(sb) == s3.VersioningEnabled {
@@ -145,6 +157,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		}
 	}
 	r.moveTargets.Store(m.ID, t.bucket)
+	r.moveCreates.Delete(m.ID) // tagged: a create landing late can take nothing from it
 	return nil
 }
 
