@@ -41,6 +41,10 @@ type MovePhase string
 
 // The phases of a move, in order. A move that was cancelled ends Aborted.
 const (
+	// MoveQueued: the move waits for a slot: its stores (guardrails.moves.maxConcurrent)
+	// or the operator (--max-concurrent-moves) run as many moves as they may at once.
+	// Nothing is copied yet; the bucket serves from its home as before.
+	MoveQueued MovePhase = "Queued"
 	// MovePlanning: the source is listed once for its size and its shards.
 	MovePlanning MovePhase = "Planning"
 	// MoveCopying: the first pass copies every object.
@@ -58,8 +62,9 @@ const (
 	// source bucket is kept, frozen and tagged as moved, or deleted after
 	// spec.move.deleteSourceAfter.
 	MoveDone MovePhase = "Done"
-	// MoveAborted: the move was cancelled before the cutover; the target bucket was
-	// removed and the source is as it was.
+	// MoveAborted: the move was cancelled before the cutover; the source is as it
+	// was, and the target bucket is removed (after TargetKeptUntil, when the move kept
+	// it to resume if asked again).
 	MoveAborted MovePhase = "Aborted"
 )
 
@@ -106,8 +111,9 @@ type MoveStatus struct {
 	// MoveMaxFinalPasses unverified ones the source takes writes again.
 	// +optional
 	CutoverPass int32 `json:"cutoverPass,omitempty"`
-	// StartedAt is when the move started; FrozenAt when the source's writes were
-	// stopped; SwitchedAt when the bucket's home became the target.
+	// StartedAt is when the move was asked for (again, for a cancelled move resumed):
+	// queued moves wait in its order; FrozenAt when the source's writes were stopped;
+	// SwitchedAt when the bucket's home became the target.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
@@ -123,6 +129,15 @@ type MoveStatus struct {
 	// this move's own work after a crash.
 	// +optional
 	TargetBucket string `json:"targetBucket,omitempty"`
+	// TargetKeptOn and TargetKeptUntil: a move cancelled after its plan keeps its
+	// target bucket on ObjectStore TargetKeptOn (To), and its checkpoints, until
+	// TargetKeptUntil: asked again before then, the same move resumes without copying
+	// again what it verified there. Then, or once the claim is deleted, the target
+	// bucket is emptied and deleted and both fields cleared.
+	// +optional
+	TargetKeptOn string `json:"targetKeptOn,omitempty"`
+	// +optional
+	TargetKeptUntil *metav1.Time `json:"targetKeptUntil,omitempty"`
 	// SourceDeleted says the bucket left on the old store was deleted
 	// (spec.move.deleteSourceAfter).
 	// +optional
@@ -135,6 +150,17 @@ type MoveStatus struct {
 // Terminal says whether the move ended (Done or Aborted).
 func (m *MoveStatus) Terminal() bool {
 	return m == nil || m.Phase == MoveDone || m.Phase == MoveAborted
+}
+
+// Admitted says whether the move holds a slot of its stores: it is past Queued and
+// not ended.
+func (m *MoveStatus) Admitted() bool {
+	return !m.Terminal() && m.Phase != MoveQueued
+}
+
+// KeptTarget says whether a cancelled move keeps its target bucket (TargetKeptOn).
+func (m *MoveStatus) KeptTarget() bool {
+	return m != nil && m.Phase == MoveAborted && m.TargetKeptOn != ""
 }
 
 // HomeStore is the ObjectStore the bucket lives on now: status.objectStore once the
@@ -169,6 +195,16 @@ type MoveGuardrails struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	MaxParallelism *int32 `json:"maxParallelism,omitempty"`
+	// MaxConcurrent is the most moves into or out of this store that run at once
+	// (from Planning to Switching): a move beyond it waits in phase Queued, in an
+	// order fair across namespaces, and the moves running share half of the store's
+	// requestsPerSecond, each getting that half divided by MaxConcurrent. With
+	// several operator shards, each runs at most MaxConcurrent divided by the shards
+	// (at least one). Unset: 2.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
 	// MaxMoverCPU and MaxMoverMemory cap each mover pod of a move into or out of this
 	// store (its requests and limits): a pod gets the smallest of the two stores' caps
 	// and the operator's --mover-cpu and --mover-memory. A move whose memory cap is

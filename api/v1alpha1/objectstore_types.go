@@ -73,7 +73,8 @@ type ObjectStoreSpec struct {
 	HealthCheck StoreHealthCheck `json:"healthCheck,omitempty"`
 
 	// RequestsPerSecond is the steady S3 request budget the operator may spend on this
-	// store, shared by provisioning and probes of all its buckets.
+	// store, shared by provisioning and probes of all its buckets and by the movers of
+	// every move into or out of it (which together spend at most half of it).
 	// +optional
 	// +kubebuilder:default=50
 	// +kubebuilder:validation:Minimum=1

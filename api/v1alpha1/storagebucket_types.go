@@ -316,6 +316,7 @@ type ConnectionSecretSpec struct {
 // +kubebuilder:resource:scope=Namespaced,shortName=sb,categories=bucketkeeper
 // +kubebuilder:selectablefield:JSONPath=`.spec.objectStoreRef.name`
 // +kubebuilder:selectablefield:JSONPath=`.status.objectStore`
+// +kubebuilder:selectablefield:JSONPath=`.status.move.targetKeptOn`
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.status.bucketName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`

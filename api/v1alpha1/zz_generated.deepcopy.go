@@ -413,6 +413,11 @@ func (in *MoveGuardrails) DeepCopyInto(out *MoveGuardrails) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxConcurrent != nil {
+		in, out := &in.MaxConcurrent, &out.MaxConcurrent
+		*out = new(int32)
+		**out = **in
+	}
 	if in.MaxMoverCPU != nil {
 		in, out := &in.MaxMoverCPU, &out.MaxMoverCPU
 		x := (*in).DeepCopy()
@@ -489,6 +494,10 @@ func (in *MoveStatus) DeepCopyInto(out *MoveStatus) {
 		in, out := &in.WritePause, &out.WritePause
 		*out = new(v1.Duration)
 		**out = **in
+	}
+	if in.TargetKeptUntil != nil {
+		in, out := &in.TargetKeptUntil, &out.TargetKeptUntil
+		*out = (*in).DeepCopy()
 	}
 }
 

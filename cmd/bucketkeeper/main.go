@@ -46,6 +46,7 @@ func main() {
 	flag.IntVar(&opts.MoverParallelism, "mover-parallelism", 0, "The most mover pods of one pass of a move at once (0: one per shard).")
 	flag.StringVar(&opts.MoverCPU, "mover-cpu", "", "CPU of each mover pod, requested and its limit (a quantity, e.g. 500m).")
 	flag.StringVar(&opts.MoverMemory, "mover-memory", "", "Memory of each mover pod, requested and its limit (a quantity, e.g. 128Mi).")
+	flag.IntVar(&opts.MaxConcurrentMoves, "max-concurrent-moves", defaults.MaxConcurrentMoves, "The most moves between stores this operator runs at once, whatever their stores (each store bounds its own with guardrails.moves.maxConcurrent); moves beyond wait in phase Queued.")
 	flag.StringVar(&opts.MoverNamespace, "mover-namespace", "", "Namespace of the moves' checkpoint ConfigMaps (default: --leader-election-namespace, else the pod's namespace).")
 	flag.StringVar(&opts.ClusterID, "cluster-id", "", "Identity of this cluster in bucket ownership tags and IAM user names; clusters sharing a store need different ones (default: the kube-system namespace's UID).")
 	flag.IntVar(&opts.Concurrency, "concurrency", defaults.Concurrency, "StorageBuckets reconciled at once, and BucketAccesses.")

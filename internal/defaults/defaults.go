@@ -218,10 +218,26 @@ const (
 	MoveMaxFinalPasses = 3
 	// MovePollInterval is how often a running pass's checkpoints are read for status.
 	MovePollInterval = 2 * time.Second
-	// MoveShareOfBudget: a move's mover spends at most this share of each store's
-	// request budget (spec.requestsPerSecond), so the store's other buckets keep
-	// converging while it runs.
+	// MoveShareOfBudget: the movers of every move into or out of a store together
+	// spend at most this share of the store's request budget (spec.requestsPerSecond),
+	// each running move MoveShareOfBudget/maxConcurrent of it, and the operator's own
+	// requests to the store give up what the running moves take, so the store's other
+	// buckets keep converging while they run and the two never add up to more than
+	// the budget.
 	MoveShareOfBudget = 0.5
+	// MoveMaxConcurrentPerStore is an ObjectStore's guardrails.moves.maxConcurrent
+	// when unset: the most moves into or out of the store that run at once.
+	MoveMaxConcurrentPerStore = 2
+	// MaxConcurrentMoves is --max-concurrent-moves: the most moves one operator runs
+	// at once, whatever their stores.
+	MaxConcurrentMoves = 4
+	// MoveQueueRecheck is how often a queued move looks at its place in line when no
+	// end of another move woke it.
+	MoveQueueRecheck = 30 * time.Second
+	// CancelledMoveTargetKeep is how long a move cancelled after its plan keeps its
+	// target bucket and checkpoints: asked again meanwhile, it resumes without copying
+	// again what it verified.
+	CancelledMoveTargetKeep = 10 * time.Minute
 	// MoveTargetSettle is how long after the target bucket of a cancelled move was
 	// deleted it must stay gone: a write the stopped mover had sent may still be
 	// carried out, and some stores (SeaweedFS) make the bucket again for it.

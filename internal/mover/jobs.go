@@ -102,6 +102,7 @@ func (j *Jobs) Start(ctx context.Context, move Move) error {
 	if err := j.ensureCredentials(ctx, spec.MoveID, move.Source, move.Target); err != nil {
 		return err
 	}
+	spec = perPod(spec, runningShards(&spec, int(j.Parallelism)))
 	job := j.job(&spec, name)
 	job.Spec.Template.Spec.Containers[0].Resources = cappedResources(j.Resources, move.Caps)
 	if err := j.Client.Create(ctx, job); err != nil {
@@ -123,6 +124,23 @@ func (j *Jobs) Start(ctx context.Context, move Move) error {
 		return fmt.Errorf("creating the spec of mover Job %s: %w", name, err)
 	}
 	return nil
+}
+
+// perPod divides the move's request budget on each store (the spec's) among the pods
+// of the pass that run at once: each pod builds its own token bucket from the spec it
+// reads, so together they spend what the move was given. A burst is at least one
+// request per pod.
+func perPod(spec Spec, pods int) Spec {
+	if pods <= 1 {
+		return spec
+	}
+	for _, b := range []*Bucket{&spec.Source, &spec.Target} {
+		if b.RequestsPerSecond > 0 {
+			b.RequestsPerSecond /= float64(pods)
+			b.Burst = max(1, b.Burst/pods)
+		}
+	}
+	return spec
 }
 
 func jobFailed(job *batchv1.Job) bool {

@@ -2,6 +2,7 @@ package mover
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -112,6 +113,53 @@ func TestRunningShards(t *testing.T) {
 	j := &Jobs{Parallelism: 3}
 	if got := *j.job(spec(3, 1), "p").Spec.Parallelism; got != 1 {
 		t.Errorf("a Job of a spec bounded to 1 runs %d pods at once", got)
+	}
+}
+
+// TestJobsDivideTheMovesBudgetAmongItsPods: each pod of a pass builds its own token
+// bucket from the spec it reads, so the Job's spec carries the move's budget divided
+// by the pods that run at once (the smaller of the runner's and the spec's bound),
+// bursts at least one; a store without a budget stays without one.
+func TestJobsDivideTheMovesBudgetAmongItsPods(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		runner, spec int32
+		wantRPS      float64
+		wantBurst    int
+	}{
+		{runner: 0, spec: 0, wantRPS: 3, wantBurst: 2},   // 4 shards at once
+		{runner: 2, spec: 0, wantRPS: 6, wantBurst: 5},   // 2 at once
+		{runner: 3, spec: 1, wantRPS: 12, wantBurst: 10}, // the store admins' 1
+	} {
+		c := fake.NewClientBuilder().WithScheme(scheme).Build()
+		j := &Jobs{Client: c, Checkpoints: &ConfigMapCheckpoints{Client: c, Namespace: "ops"}, Namespace: "ops",
+			Image: "bucketkeeper:dev", ServiceAccount: "movers", Parallelism: tc.runner}
+		spec := Spec{MoveID: "m1", Mode: ModeCopy, Pass: 2, Boundaries: []string{"g", "p", "t"}, Parallelism: int(tc.spec),
+			Source: Bucket{Endpoint: "http://src", Bucket: "b", RequestsPerSecond: 12, Burst: 10},
+			Target: Bucket{Endpoint: "http://tgt", Bucket: "b"}}
+		if err := j.Start(ctx, Move{Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ops", Name: JobName("m1", 2)}, cm); err != nil {
+			t.Fatal(err)
+		}
+		var written Spec
+		if err := json.Unmarshal([]byte(cm.Data[jobSpecKey]), &written); err != nil {
+			t.Fatal(err)
+		}
+		if written.Source.RequestsPerSecond != tc.wantRPS || written.Source.Burst != tc.wantBurst ||
+			written.Target.RequestsPerSecond != 0 || written.Target.Burst != 0 {
+			t.Errorf("runner bound %d, spec bound %d: each pod gets source %v/s burst %d, target %v/s burst %d; want source %v/s burst %d, target unlimited",
+				tc.runner, tc.spec, written.Source.RequestsPerSecond, written.Source.Burst, written.Target.RequestsPerSecond, written.Target.Burst, tc.wantRPS, tc.wantBurst)
+		}
+	}
+	if got := perPod(Spec{Source: Bucket{RequestsPerSecond: 1, Burst: 1}}, 4).Source; got.RequestsPerSecond != 0.25 || got.Burst != 1 {
+		t.Errorf("a budget of 1/s among 4 pods: %v/s burst %d, want 0.25/s burst 1", got.RequestsPerSecond, got.Burst)
 	}
 }
 

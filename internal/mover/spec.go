@@ -53,9 +53,10 @@ type Bucket struct {
 	CABundle              string `json:"caBundle,omitempty"`
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 	Bucket                string `json:"bucket"`
-	// RequestsPerSecond and Burst are this mover's share of the store's request
-	// budget (zero: unlimited); the controller divides what the store admin allows
-	// moves among the shards.
+	// RequestsPerSecond and Burst are the move's share of the store's request budget
+	// (zero: unlimited), which every shard of a pass shares: the in-process runner
+	// runs them on one token bucket, the Jobs runner divides it among the pods that
+	// run at once.
 	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
 	Burst             int     `json:"burst,omitempty"`
 	// SendsTagCount says the store answers a GET of a tagged object with

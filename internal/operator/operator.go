@@ -324,16 +324,18 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		OnMoveProgress: func(ns, name string, m *bkv1.MoveStatus) {
 			metrics.SetMoveProgress(ns, name, m.CopiedBytes, m.CopiedObjects, m.ObjectsLeft)
 		},
-		OnMoveEnd:        metrics.EndMove,
-		Client:           mgr.GetClient(),
-		Recorder:         mgr.GetEventRecorder("bucketkeeper-storagebucket"),
-		Stores:           registry,
-		Clock:            opts.Clock,
-		SyncInterval:     opts.SyncInterval,
-		ClusterID:        opts.ClusterID,
-		OnStatusWrite:    metrics.ObserveStatusWrite,
-		Prober:           p.prober,
-		ReconcileTimeout: opts.ReconcileTimeout,
+		OnMoveEnd:          metrics.EndMove,
+		MaxConcurrentMoves: opts.MaxConcurrentMoves,
+		CancelledMoveKeep:  opts.CancelledMoveKeep,
+		Client:             mgr.GetClient(),
+		Recorder:           mgr.GetEventRecorder("bucketkeeper-storagebucket"),
+		Stores:             registry,
+		Clock:              opts.Clock,
+		SyncInterval:       opts.SyncInterval,
+		ClusterID:          opts.ClusterID,
+		OnStatusWrite:      metrics.ObserveStatusWrite,
+		Prober:             p.prober,
+		ReconcileTimeout:   opts.ReconcileTimeout,
 		OnDeletionBlocked: func(key types.NamespacedName, since *time.Time) {
 			metrics.SetDeletionBlocked(key.Namespace, key.Name, since)
 		},

@@ -130,6 +130,13 @@ type Options struct {
 	MoverImage, MoverServiceAccount string
 	MoverParallelism                int
 	MoverCPU, MoverMemory           string
+	// MaxConcurrentMoves is the most moves this instance runs at once, whatever their
+	// stores (default 4); each store bounds its own with guardrails.moves.maxConcurrent.
+	// A move beyond either waits in phase Queued.
+	MaxConcurrentMoves int
+	// CancelledMoveKeep is how long a move cancelled after its plan keeps its target
+	// bucket and checkpoints, to resume if asked again (default 10m). Tests shorten it.
+	CancelledMoveKeep time.Duration
 
 	// ProbeStrategy is "scheduler" (the default and the only one of a default build).
 	// The benchmark's build (tag benchbaseline) adds "global-ticker": a single global
@@ -192,6 +199,7 @@ func (o *Options) setDefaults() {
 		{&o.MinProbeRequestInterval, defaults.MinProbeRequestInterval},
 		{&o.AccessKeyGrace, defaults.AccessKeyGrace},
 		{&o.AccessCollectInterval, defaults.AccessCollectInterval},
+		{&o.CancelledMoveKeep, defaults.CancelledMoveTargetKeep},
 	}
 	for _, d := range durations {
 		if *d.field <= 0 {
@@ -206,6 +214,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxReconcilesPerStore <= 0 {
 		o.MaxReconcilesPerStore = defaults.MaxReconcilesPerStore(o.Concurrency)
+	}
+	if o.MaxConcurrentMoves <= 0 {
+		o.MaxConcurrentMoves = defaults.MaxConcurrentMoves
 	}
 	if o.ReceiverMaxConnections <= 0 {
 		o.ReceiverMaxConnections = defaults.ReceiverMaxConnections

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -24,6 +25,11 @@ const (
 	// S3 event notifications (which name buckets) to objects; only with the probe
 	// webhook (see SetupIndexes).
 	IndexStorageBucketBucketName = "status.bucketName"
+	// IndexStorageBucketMoving indexes the StorageBuckets whose move is unfinished
+	// (status.move neither Done nor Aborted) by both its stores, and all of them by
+	// MovingAll: the moves queue for their slots from the cache, and wake the moves
+	// waiting on a store, without a list of every claim.
+	IndexStorageBucketMoving = "status.move.stores"
 	// IndexObjectStoreSecret indexes ObjectStores by the "namespace/name" of every
 	// Secret they reference (operator and application credentials).
 	IndexObjectStoreSecret = "spec.secretRefs"
@@ -41,7 +47,13 @@ const (
 	// FieldStorageBucketHomeStore selects by status.objectStore, the store the bucket
 	// lives on.
 	FieldStorageBucketHomeStore = "status.objectStore"
+	// FieldStorageBucketKeptTarget selects by status.move.targetKeptOn, the store a
+	// cancelled move keeps its target bucket on for a while.
+	FieldStorageBucketKeptTarget = "status.move.targetKeptOn"
 )
+
+// MovingAll is the IndexStorageBucketMoving value of every unfinished move.
+const MovingAll = "*"
 
 // SetupIndexes registers the field indexes both controllers rely on, and with
 // byBucketName the status.bucketName index the probe webhook (ProbeRequester) needs.
@@ -52,6 +64,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager, byBucketName bool) erro
 	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketStore, func(o client.Object) []string {
 		return StoresOfBucket(o.(*bkv1.StorageBucket))
 	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &bkv1.StorageBucket{}, IndexStorageBucketMoving, MovingStores); err != nil {
 		return err
 	}
 	if byBucketName {
@@ -124,11 +139,25 @@ func StoresReferencing(ctx context.Context, c client.Reader, secret client.Objec
 	return list.Items
 }
 
-// StoresOfBucket names the stores a bucket is on: the one it lives on and, while it
-// moves, the one it moves to (or the one its spec names, before it lived anywhere).
-func StoresOfBucket(sb *bkv1.StorageBucket) []string {
-	if home, want := sb.HomeStore(), sb.Spec.ObjectStoreRef.Name; home != want {
-		return []string{home, want}
+// MovingStores are the IndexStorageBucketMoving values of a StorageBucket: MovingAll
+// and both stores of its move while it is unfinished, none otherwise.
+func MovingStores(o client.Object) []string {
+	if m := o.(*bkv1.StorageBucket).Status.Move; !m.Terminal() {
+		return []string{MovingAll, m.From, m.To}
 	}
-	return []string{sb.Spec.ObjectStoreRef.Name}
+	return nil
+}
+
+// StoresOfBucket names the stores a bucket is on: the one it lives on and, while it
+// moves, the one it moves to (or the one its spec names, before it lived anywhere),
+// and the one a cancelled move keeps its target bucket on for a while.
+func StoresOfBucket(sb *bkv1.StorageBucket) []string {
+	stores := []string{sb.Spec.ObjectStoreRef.Name}
+	if home := sb.HomeStore(); home != stores[0] {
+		stores = []string{home, stores[0]}
+	}
+	if m := sb.Status.Move; m.KeptTarget() && !slices.Contains(stores, m.TargetKeptOn) {
+		stores = append(stores, m.TargetKeptOn)
+	}
+	return stores
 }

@@ -56,6 +56,10 @@ type Registry struct {
 	secrets map[string]Secret // by "<namespace>/<name>"; see SecretData
 	checks  chan event.TypedGenericEvent[client.Object]
 	slots   storeSlots
+	// moveShares: per store, the share of its budget this process's moves take
+	// (SetMoveShare), kept here so that a client rebuilt after a store edit gives it
+	// up too.
+	moveShares map[string]float64
 }
 
 // RequestCheck asks the ObjectStore controller to health-check a store now: a probe
@@ -87,6 +91,10 @@ func (r *Registry) checkEvents() chan event.TypedGenericEvent[client.Object] {
 // change (version).
 type storeClients struct {
 	limiter *rate.Limiter
+	// perSecond and burst are this shard's budget of the store, which limiter spends
+	// less what the moves take (see SetMoveShare).
+	perSecond float64
+	burst     int
 	// purges is the part of the budget that every purge on the store together may
 	// spend (see PurgeBudget); nil when the store has no budget.
 	purges *rate.Limiter
@@ -142,12 +150,16 @@ func (r *Registry) ClientForRegion(ctx context.Context, store *bkv1.ObjectStore,
 
 	entry, _ := r.clients.Get(store.Name, version, func() (*storeClients, error) {
 		perSecond, burst := r.Budget(store)
-		return &storeClients{
+		e := &storeClients{
 			limiter:      s3.NewLimiter(perSecond, burst),
 			purges:       s3.NewLimiter(perSecond/purgeShare, max(1, burst/purgeShare)),
+			perSecond:    perSecond,
+			burst:        burst,
 			byRegion:     map[string]s3.Client{},
 			introducedBy: map[string]string{},
-		}, nil
+		}
+		e.giveUp(r.moveShare(store.Name))
+		return e, nil
 	})
 	entry.mu.Lock()
 	defer entry.mu.Unlock()
@@ -241,10 +253,58 @@ func ShardBudget(perSecond float64, burst, shards int) (float64, int) {
 	return perSecond / float64(shards), max(1, burst/shards)
 }
 
+// SetMoveShare sets the share of store's budget (from 0 to MoveShareOfBudget) that
+// the movers of the moves this process runs into or out of it take: the operator's
+// own requests to the store (provisioning, configuration, probes, purges, health
+// checks) give it up while they run, so that the operator and the movers together
+// never spend more than the store's budget. The caller sets it before a move's
+// movers start and lowers it once they stopped.
+func (r *Registry) SetMoveShare(store string, share float64) {
+	share = min(max(share, 0), defaults.MoveShareOfBudget)
+	r.mu.Lock()
+	if r.moveShares == nil {
+		r.moveShares = map[string]float64{}
+	}
+	if share == 0 {
+		delete(r.moveShares, store)
+	} else {
+		r.moveShares[store] = share
+	}
+	r.mu.Unlock()
+	// A client being built meanwhile read the share after it was set above, or is
+	// returned here once built: either way it gives up the new share.
+	if entry, ok := r.clients.Current(store); ok {
+		entry.giveUp(share)
+	}
+}
+
+// MoveShare is the share of store's budget the moves of this process take
+// (SetMoveShare).
+func (r *Registry) MoveShare(store string) float64 { return r.moveShare(store) }
+
+func (r *Registry) moveShare(store string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.moveShares[store]
+}
+
+// giveUp lowers the operator's own rate and burst of the store by the share the
+// moves take (the burst to at least one request).
+func (e *storeClients) giveUp(share float64) {
+	if e.limiter == nil {
+		return // no budget
+	}
+	e.limiter.SetLimit(rate.Limit(e.perSecond * (1 - share)))
+	e.limiter.SetBurst(max(1, int(float64(e.burst)*(1-share))))
+}
+
 // Forget drops the client of a deleted store.
 func (r *Registry) Forget(store string) {
 	r.clients.Forget(store)
 	r.quotas.Forget(store)
+	r.mu.Lock()
+	delete(r.moveShares, store)
+	r.mu.Unlock()
 }
 
 // credentials reads the Secret ref names and returns its data and a version string

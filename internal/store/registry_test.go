@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -183,5 +184,61 @@ func TestRegionsPerStoreAreBounded(t *testing.T) {
 	}
 	if built != maxRegionsPerStore {
 		t.Errorf("%d clients built, want %d", built, maxRegionsPerStore)
+	}
+}
+
+// TestMovesTakeTheirShareFromTheOperator: while moves run on a store, the operator's
+// own token bucket gives up the share they take, so that both together stay within
+// the store's budget; a client rebuilt after a store edit gives it up too, the share
+// never exceeds what moves may take, and it is given back once they end.
+func TestMovesTakeTheirShareFromTheOperator(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	k8s := fake.NewClientBuilder().WithScheme(scheme).Build()
+	var limiters []*rate.Limiter
+	reg := &Registry{Client: k8s, APIReader: k8s, Shards: 2, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+		limiters = append(limiters, cfg.Limiter)
+		return s3.New(ctx, cfg)
+	}}
+	store := &bkv1.ObjectStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "store-uid", Generation: 1},
+		Spec:       bkv1.ObjectStoreSpec{Endpoint: "http://127.0.0.1:1", RequestsPerSecond: 40, Burst: 20},
+	}
+	ctx := context.Background()
+	budget := func() (float64, int) {
+		t.Helper()
+		if _, err := reg.ClientFor(ctx, store); err != nil {
+			t.Fatal(err)
+		}
+		l := limiters[len(limiters)-1]
+		return float64(l.Limit()), l.Burst()
+	}
+	// This shard's half of the store: 20/s, burst 10.
+	if rps, burst := budget(); rps != 20 || burst != 10 {
+		t.Fatalf("without moves: %v/s burst %d, want 20/s burst 10", rps, burst)
+	}
+	reg.SetMoveShare("s", 0.25)
+	if rps, burst := budget(); rps != 15 || burst != 7 {
+		t.Errorf("with moves taking a quarter: %v/s burst %d, want 15/s burst 7", rps, burst)
+	}
+	store.Generation = 2 // a store edit builds its clients again
+	if rps, burst := budget(); len(limiters) != 2 || rps != 15 || burst != 7 {
+		t.Errorf("rebuilt (%d clients): %v/s burst %d, want the moves' quarter given up still: 15/s burst 7", len(limiters), rps, burst)
+	}
+	reg.SetMoveShare("s", 3)
+	if rps, _ := budget(); rps != 20*(1-defaults.MoveShareOfBudget) {
+		t.Errorf("moves asking for more than their share: %v/s, want %v/s", rps, 20*(1-defaults.MoveShareOfBudget))
+	}
+	reg.SetMoveShare("s", 0)
+	if rps, burst := budget(); rps != 20 || burst != 10 || reg.MoveShare("s") != 0 {
+		t.Errorf("once the moves ended: %v/s burst %d, want 20/s burst 10", rps, burst)
+	}
+	// A store without a budget has nothing to give up.
+	other := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "free", UID: "u2", Generation: 1}, Spec: bkv1.ObjectStoreSpec{Endpoint: "http://127.0.0.1:1"}}
+	reg.SetMoveShare("free", 0.5)
+	if _, err := reg.ClientFor(ctx, other); err != nil || limiters[len(limiters)-1] != nil {
+		t.Errorf("a store without a budget: limiter %v (%v), want none", limiters[len(limiters)-1], err)
 	}
 }

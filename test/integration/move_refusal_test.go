@@ -141,10 +141,11 @@ func isTrue(sb *bkv1.StorageBucket, typ string) bool {
 
 // TestMoveCancelledBeforeCutover cancels a move while it copies (its target's request
 // budget keeps it copying for a while), after a quiet tenant's claim on the target
-// became Ready meanwhile: the target bucket is emptied and deleted, the
-// source's objects and policy are as they were, the application's key still writes
-// there, and the move's checkpoints are gone. Then the claim is moved again and
-// deleted mid-copy: its deletion removes the half-copied target too.
+// became Ready meanwhile: the source's objects and policy are as they were at once,
+// and the application's key still writes there; the target bucket is kept for the
+// keep time, then emptied and deleted, and the move's checkpoints are gone. Then the
+// claim is moved again (a new move) and deleted mid-copy: its deletion removes the
+// half-copied target too.
 func TestMoveCancelledBeforeCutover(t *testing.T) {
 	f := newFixture(t, rgw, withIAMOn(rgw))
 	target := f.storeOn(seaweed, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 10, 10 })
@@ -191,8 +192,8 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 
 	f.update(k8s, sb, func() { sb.Spec.ObjectStoreRef.Name = f.store })
 	aborted := f.waitMove(sb, bkv1.MoveAborted, 2*time.Minute)
-	if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
-		t.Errorf("the cancelled move's target bucket: %v, want it gone", err)
+	if m := aborted.Status.Move; m.TargetKeptOn != target || m.TargetKeptUntil == nil {
+		t.Errorf("the cancelled move keeps its target on %q until %v, want it kept on %s for a while", m.TargetKeptOn, m.TargetKeptUntil, target)
 	}
 	if aborted.Status.ObjectStore != f.store {
 		t.Errorf("a cancelled move left the bucket on %q", aborted.Status.ObjectStore)
@@ -206,8 +207,9 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 		t.Errorf("source policy after the cancelled move: %q (%v), want none", policy, err)
 	}
 	must(t, f.secretClient("app-creds").c.PutObject(f.ctx, bucket, "after-cancel", []byte("yes")))
-	f.waitNoCheckpoints(copying.Status.Move.ID)
 	f.waitKstatus("StorageBucket", client.ObjectKeyFromObject(sb), "Current")
+	f.waitKeptTargetGone(sb, tgtAdmin, cancelledMoveKeep+time.Minute)
+	f.waitNoCheckpoints(copying.Status.Move.ID)
 
 	// Moved again, and deleted mid-copy: no half-copied bucket stays on the target.
 	copying = startMove()
@@ -228,6 +230,55 @@ func TestMoveCancelledBeforeCutover(t *testing.T) {
 		t.Errorf("the source bucket, retained by the deletion policy: %v", err)
 	}
 	f.waitNoCheckpoints(copying.Status.Move.ID)
+}
+
+// TestKeptTargetGoesWithTheClaim deletes a claim whose cancelled move keeps its
+// half-copied target: the target and the move's checkpoints go with the claim.
+func TestKeptTargetGoesWithTheClaim(t *testing.T) {
+	f := newFixture(t, seaweed)
+	target := f.storeOn(rgw, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 10, 10 })
+	f.waitNamedStoreCondition(target, bkv1.ConditionReady, metav1.ConditionTrue, "")
+	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	bucket := sb.Status.BucketName
+	f.seedObjects(f.admin, bucket, 100)
+	tgtAdmin := adminOf(t, f.ctx, rgw)
+	f.moveTo(sb, target, "")
+	f.eventually(2*time.Minute, "objects arriving on the target", func() error {
+		if m := f.get(sb).Status.Move; m == nil || m.CopiedObjects == 0 {
+			return fmt.Errorf("move %+v", m)
+		}
+		return nil
+	})
+	f.update(k8s, sb, func() { sb.Spec.ObjectStoreRef.Name = f.store })
+	aborted := f.waitMove(sb, bkv1.MoveAborted, 2*time.Minute)
+	if m := aborted.Status.Move; m.TargetKeptOn != target {
+		t.Fatalf("the cancelled move keeps no target: %+v", m)
+	}
+	if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); err != nil {
+		t.Fatalf("the kept target bucket: %v", err)
+	}
+	must(t, k8s.Delete(f.ctx, sb))
+	f.waitGone(sb)
+	if _, err := tgtAdmin.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
+		t.Errorf("the kept target of the deleted claim: %v, want it gone", err)
+	}
+	f.waitNoCheckpoints(aborted.Status.Move.ID)
+}
+
+// waitKeptTargetGone waits until the target a cancelled move of sb kept is emptied and
+// deleted, and status.move no longer says it is kept.
+func (f *fixture) waitKeptTargetGone(sb *bkv1.StorageBucket, tgt s3.Client, timeout time.Duration) {
+	f.t.Helper()
+	f.eventually(timeout, "the kept target of the cancelled move of "+sb.Name+" removed", func() error {
+		got := f.get(sb)
+		if m := got.Status.Move; m == nil || m.TargetKeptOn != "" || m.TargetKeptUntil != nil {
+			return fmt.Errorf("move %+v", m)
+		}
+		if _, err := tgt.HeadBucket(f.ctx, got.Status.BucketName); s3.KindOf(err) != s3.KindNotFound {
+			return fmt.Errorf("the target bucket: %v, want it gone", err)
+		}
+		return nil
+	})
 }
 
 // TestMoveStopsOnAnObjectTheTargetRefuses moves from Ceph RGW to Versity a bucket

@@ -89,6 +89,15 @@ const usageInterval = time.Second
 // defaults to 5m.
 const collectInterval = 2 * time.Second
 
+// cancelledMoveKeep is how long the managers keep a cancelled move's target; production
+// defaults to 10m.
+const cancelledMoveKeep = 20 * time.Second
+
+// maxConcurrentMoves bounds the moves of each manager: the suite's runs the moves of
+// every test at once, whose own stores bound them (TestPacedMovesShareTheStoresBudget
+// and its neighbours); production defaults to 4.
+const maxConcurrentMoves = 32
+
 // isolatedLabel marks objects the suite's manager ignores, for tests that run their own
 // manager (crash and restart). Its value is the test's namespace, and a test's own
 // managers select only that value (isolatedLabel=<namespace>): tests run side by side,
@@ -162,6 +171,12 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	}
 	if opts.UsageInterval == 0 {
 		opts.UsageInterval = usageInterval
+	}
+	if opts.CancelledMoveKeep == 0 {
+		opts.CancelledMoveKeep = cancelledMoveKeep
+	}
+	if opts.MaxConcurrentMoves == 0 {
+		opts.MaxConcurrentMoves = maxConcurrentMoves
 	}
 	if opts.S3Observer == nil {
 		opts.S3Observer = requests.observe

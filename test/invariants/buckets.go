@@ -102,7 +102,7 @@ func untagged(snap *snapshot, view StoreView, bucket string, tags map[string]str
 	}
 	for i := range snap.buckets {
 		sb := &snap.buckets[i]
-		if knownBucket(sb) == bucket && (sb.HomeStore() == view.Name || movingTo(sb) == view.Name) {
+		if knownBucket(sb) == bucket && (sb.HomeStore() == view.Name || movingTo(sb) == view.Name || keptOn(sb) == view.Name) {
 			return ""
 		}
 	}
@@ -110,10 +110,19 @@ func untagged(snap *snapshot, view StoreView, bucket string, tags map[string]str
 }
 
 // holdsACopy says whether a claim's bucket may be on store: the store it lives on, the
-// store it moves to (the target, made and tagged before the copy), or an old home a
-// finished move left a frozen copy on (status.leftBehind).
+// store it moves to (the target, made and tagged before the copy), the store a
+// cancelled move keeps its target on for a while (status.move.targetKeptOn), or an
+// old home a finished move left a frozen copy on (status.leftBehind).
 func holdsACopy(sb *bkv1.StorageBucket, store string) bool {
-	return store == sb.HomeStore() || store == movingTo(sb) || slices.Contains(sb.Status.LeftBehind, store)
+	return store == sb.HomeStore() || store == movingTo(sb) || store == keptOn(sb) || slices.Contains(sb.Status.LeftBehind, store)
+}
+
+// keptOn is the store a cancelled move keeps its target bucket on, "" for none.
+func keptOn(sb *bkv1.StorageBucket) string {
+	if m := sb.Status.Move; m.KeptTarget() {
+		return m.TargetKeptOn
+	}
+	return ""
 }
 
 // movingTo is the store a claim's bucket moves to, "" when it does not move.

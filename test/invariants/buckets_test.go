@@ -96,7 +96,8 @@ func TestUntaggedBucket(t *testing.T) {
 
 // TestBucketsOfAMovingClaim: mid-move the claim names the target while it lives on its
 // old home, where its bucket is bound; once moved, the frozen copy its move left there
-// is no breach while status.leftBehind lists it, and one otherwise.
+// is no breach while status.leftBehind lists it, nor the target a cancelled move keeps
+// while status.move says so, and one otherwise.
 func TestBucketsOfAMovingClaim(t *testing.T) {
 	w := newWorld(t)
 	w.sb.Status.ObjectStore = store
@@ -113,5 +114,13 @@ func TestBucketsOfAMovingClaim(t *testing.T) {
 	expectNone(t, w.check(t))
 
 	w.sb.Status.LeftBehind = nil
+	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "whose store is store-b")
+
+	// A move back cancelled keeps its target there for a while: no breach while
+	// status.move says so, one once it no longer does.
+	until := metav1.Now()
+	w.sb.Status.Move = &bkv1.MoveStatus{ID: "m", From: "store-b", To: store, Phase: bkv1.MoveAborted, TargetKeptOn: store, TargetKeptUntil: &until}
+	expectNone(t, w.check(t))
+	w.sb.Status.Move.TargetKeptOn, w.sb.Status.Move.TargetKeptUntil = "", nil
 	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "whose store is store-b")
 }

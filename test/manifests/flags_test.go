@@ -29,7 +29,7 @@ func fullValues() map[string]any {
 			"kubeApiQps": 7.5, "kubeApiBurst": 15, "pprofBindAddress": "127.0.0.1:6060",
 			"clusterId": "prod-eu", "accessKeyGrace": "15m", "accessCollectInterval": "2m",
 		},
-		"mover": map[string]any{"mode": "job", "parallelism": 6, "cpu": "750m", "memory": "96Mi"},
+		"mover": map[string]any{"mode": "job", "parallelism": 6, "cpu": "750m", "memory": "96Mi", "maxConcurrentMoves": 9},
 		"leaderElection": map[string]any{
 			"enabled": true, "namespace": "bucketkeeper-leases", "id": "shard-a.bucketkeeper.io",
 			"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s",
@@ -57,7 +57,7 @@ var fullFlags = map[string]string{
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
 	"cluster-id": "prod-eu", "access-key-grace": "15m", "access-collect-interval": "2m",
 	"mover": "job", "mover-image": "bucketkeeper:dev", "mover-service-account": "bucketkeeper-mover",
-	"mover-parallelism": "6", "mover-cpu": "750m", "mover-memory": "96Mi",
+	"mover-parallelism": "6", "mover-cpu": "750m", "mover-memory": "96Mi", "max-concurrent-moves": "9",
 	"leader-elect": "true", "leader-election-namespace": "bucketkeeper-leases",
 	"leader-election-id": "shard-a.bucketkeeper.io", "leader-election-lease-duration": "30s",
 	"leader-election-renew-deadline": "20s", "leader-election-retry-period": "4s",

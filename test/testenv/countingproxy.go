@@ -12,14 +12,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // CountingProxy stands on loopback in front of an S3 server and counts the object
-// bytes one access key writes through it: what a test needs to bound how much a
-// resumed copy sent again. Requests pass unchanged, Host header included, so their
-// signatures still hold.
+// bytes one access key writes through it (what a test needs to bound how much a
+// resumed copy sent again) and when each request arrived, whoever signed it (what a
+// test needs to hold a store's request budget to account). Requests pass unchanged,
+// Host header included, so their signatures still hold.
 type CountingProxy struct {
 	// Endpoint is the proxy's URL, to give the clients instead of the server's.
 	Endpoint string
@@ -27,6 +29,9 @@ type CountingProxy struct {
 	accessKeyID string
 	srv         *http.Server
 	written     atomic.Int64
+
+	mu      sync.Mutex
+	arrived []time.Time
 }
 
 // StartCountingProxy proxies to endpoint and counts the object writes (PutObject,
@@ -55,6 +60,9 @@ func StartCountingProxy(endpoint, accessKeyID string) (*CountingProxy, error) {
 			if n := p.objectBytes(r); n > 0 {
 				p.written.Add(n)
 			}
+			p.mu.Lock()
+			p.arrived = append(p.arrived, time.Now())
+			p.mu.Unlock()
 			proxy.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -89,6 +97,30 @@ func (p *CountingProxy) objectBytes(r *http.Request) int64 {
 
 // Written is how many object bytes the access key wrote through the proxy so far.
 func (p *CountingProxy) Written() int64 { return p.written.Load() }
+
+// MaxRequestsIn is the most requests that arrived within any window of length w so
+// far, and when that window began.
+func (p *CountingProxy) MaxRequestsIn(w time.Duration) (int, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	most, from, first := 0, time.Time{}, 0
+	for last, at := range p.arrived { // in arrival order
+		for at.Sub(p.arrived[first]) >= w {
+			first++
+		}
+		if n := last - first + 1; n > most {
+			most, from = n, p.arrived[first]
+		}
+	}
+	return most, from
+}
+
+// Requests is how many requests arrived so far.
+func (p *CountingProxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.arrived)
+}
 
 // Close stops the proxy and its connections.
 func (p *CountingProxy) Close() error { return p.srv.Close() }

@@ -52,12 +52,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 
 // usersOf names ("namespace/name", sorted) the StorageBuckets on store: those whose
 // spec names it and those whose bucket lives on it (status.objectStore), which differ
-// while a bucket moves, or while its move is refused. Asked of the API server, not the
-// cache: with sharding (--watch-label-selector) the cache holds only this instance's
-// buckets, and every shard's must be gone.
+// while a bucket moves, or while its move is refused, and those whose cancelled move
+// keeps its target bucket there for a while (status.move.targetKeptOn). Asked of the
+// API server, not the cache: with sharding (--watch-label-selector) the cache holds
+// only this instance's buckets, and every shard's must be gone.
 func (r *Reconciler) usersOf(ctx context.Context, store string) ([]string, error) {
 	var names []string
-	for _, field := range []string{reconcile.FieldStorageBucketStoreRef, reconcile.FieldStorageBucketHomeStore} {
+	for _, field := range []string{reconcile.FieldStorageBucketStoreRef, reconcile.FieldStorageBucketHomeStore, reconcile.FieldStorageBucketKeptTarget} {
 		list := &bkv1.StorageBucketList{}
 		if err := r.APIReader.List(ctx, list, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(field, store)}); err != nil {
 			return nil, err

@@ -63,6 +63,11 @@ type Reconciler struct {
 	// nil.
 	OnMoveProgress func(namespace, name string, m *bkv1.MoveStatus)
 	OnMoveEnd      func(namespace, name string, pause *time.Duration)
+	// MaxConcurrentMoves bounds the moves this process runs at once, whatever their
+	// stores (zero: defaults.MaxConcurrentMoves); CancelledMoveKeep is how long a
+	// cancelled move keeps its target to resume (zero: defaults.CancelledMoveTargetKeep).
+	MaxConcurrentMoves int
+	CancelledMoveKeep  time.Duration
 
 	// OnDeletionBlocked is told when a StorageBucket's deletion starts waiting for
 	// locked object versions, and (nil since) when it stops (metrics); may be nil.
@@ -81,6 +86,8 @@ type Reconciler struct {
 	// moveCreates: until when the target CreateBuckets this process sent for a move
 	// may land (move_create.go).
 	moveTargets, moveTargetsRemoved, moveCreates sync.Map
+	// queue admits moves to their stores' slots (move_queue.go).
+	queue moveQueue
 }
 
 // bucketScope carries what the sub-reconcilers of one StorageBucket share.
@@ -136,13 +143,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget drops what this process remembers of a StorageBucket that no longer exists:
-// its last sync, its last pass, its probe state and its unanswered creates.
+// its last sync, its last pass, its probe state, its unanswered creates and what the
+// move queue decided of it.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.synced.forget(key)
 	r.passes.forget(key)
 	r.Prober.forget(key)
 	r.creates.forget(key)
 	r.unblocked(key)
+	r.forgetMove(context.Background(), key)
 }
 
 // unblocked tells OnDeletionBlocked that a StorageBucket whose deletion it was told
@@ -212,7 +221,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
 	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
-	if failure == nil && (moving(sb) || hasSourceDue(sb)) {
+	if failure == nil && (moving(sb) || hasSourceDue(sb) || sb.Status.Move.KeptTarget()) {
 		// Only a bucket reconciled in full on its home store moves (move.go).
 		step := r.reconcileMove(ctx, scope)
 		r.reportMove(sb, step)

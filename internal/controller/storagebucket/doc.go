@@ -18,7 +18,11 @@
 //   - secret.go, access.go: the connection Secret and the implicit access;
 //   - probe.go, probeonly.go: the probe and its scheduler, and the short pass that
 //     only probes;
-//   - delete.go, purge.go: deletion per policy, and a purge's paced progress.
+//   - delete.go, purge.go: deletion per policy, and a purge's paced progress;
+//   - move.go and the move_*.go beside it: moving the bucket to another store (move.go
+//     says how), each move queued for a slot of its stores and of the process, with
+//     its share of their request budgets (move_queue.go), and a cancelled move's
+//     target kept to resume it (move_keep.go).
 //
 // setup.go wires the watches; requester.go turns a webhook's probe request into a
 // pass. It imports no other reconciler.

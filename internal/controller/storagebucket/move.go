@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
@@ -27,6 +28,8 @@ import (
 // here reads where the move is from status.move and the mover's checkpoints, never from
 // the event that woke it, so a restarted operator carries on where the last one was:
 //
+//	Queued       the move waits for a slot of its stores and of the operator
+//	             (move_queue.go); nothing is copied yet.
 //	Planning     the source is listed once: its size (checked against the target's
 //	             quota before anything is created there) and the shards' boundaries.
 //	Copying      the target bucket is created, tagged as this claim's and configured
@@ -42,7 +45,9 @@ import (
 //	Done         the source is tagged as moved and stays frozen; the checkpoints go.
 //
 // Setting spec.objectStoreRef back before Switching aborts: the mover stops, the
-// source's writes are allowed again, the target bucket is emptied and deleted.
+// source's writes are allowed again, and the target bucket is emptied and deleted, at
+// once or, for a move past its plan, after CancelledMoveKeep (move_keep.go): asked
+// again before then, the same move resumes from what it verified there.
 
 // moveStep is what one pass of a move decided: when to look again, and whether it is
 // refused or stuck (a condition of its own, which leaves Ready alone: the bucket still
@@ -80,6 +85,8 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 		return r.finishMove(ctx, scope)
 	case home == want && hasSourceDue(sb):
 		return r.deleteSource(ctx, scope)
+	case home == want && m.KeptTarget():
+		return r.keepTarget(ctx, scope)
 	case home == want && m.Terminal():
 		return moveStep{}
 	case !m.Terminal() && (home == want || m.To != want):
@@ -87,6 +94,11 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	}
 	if r.Mover == nil {
 		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "this operator runs without a mover (--mover): it cannot move buckets between stores")}
+	}
+	if m.KeptTarget() && !r.resumable(m, home, want) {
+		if done, err := r.dropKeptTarget(ctx, sb, m); err != nil || !done {
+			return moveWait(m, err)
+		}
 	}
 	if m.Terminal() {
 		m = r.startMove(sb, home, want)
@@ -99,6 +111,16 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	// of a pass (ensureMoveTarget's record of its target) too: the pass's summary
 	// took Reconciling off when the bucket on its home store was found Ready.
 	r.reportMove(sb, moveStep{})
+	if m.Phase == bkv1.MoveQueued {
+		if err := beyondQuota(sb, target, m); err != nil && m.Pass < 2 {
+			return moveStep{err: err} // refused again, by the plan it made before; no slot taken
+		}
+		if step, wait := r.admitMove(ctx, scope, target, m); wait {
+			return step
+		}
+	} else {
+		r.holdMoveShares(ctx, m)
+	}
 	switch m.Phase {
 	case bkv1.MovePlanning:
 		return r.planMove(ctx, scope, target, m)
@@ -110,8 +132,17 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveFailed, "status.move has an unknown phase %q", m.Phase)}
 }
 
-// startMove records a new move in status: its ID names its checkpoints.
+// startMove records a move in status, queued for its slot (admitMove): a new one,
+// whose ID names its checkpoints, or the cancelled one whose target is still kept
+// (resumable), with its ID, checkpoints and shards.
 func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.MoveStatus {
+	now := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
+	if old := sb.Status.Move; r.resumable(old, from, to) {
+		old.Phase, old.StartedAt, old.TargetKeptOn, old.TargetKeptUntil = bkv1.MoveQueued, &now, "", nil
+		old.Message = "waiting for a move slot"
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "moving bucket %s from ObjectStore %s to %s again: the cancelled move resumes with what it verified there", sb.Status.BucketName, from, to)
+		return old
+	}
 	attempt := 1
 	if old := sb.Status.Move; old != nil {
 		if _, n, ok := strings.Cut(old.ID, "-"); ok {
@@ -119,11 +150,10 @@ func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.Mo
 			attempt++
 		}
 	}
-	now := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
 	m := &bkv1.MoveStatus{
 		ID:   strings.ReplaceAll(string(sb.UID), "-", "") + "-" + strconv.Itoa(attempt%1000),
-		From: from, To: to, Phase: bkv1.MovePlanning, Pass: 1, StartedAt: &now,
-		Message: "listing the source",
+		From: from, To: to, Phase: bkv1.MoveQueued, Pass: 1, StartedAt: &now,
+		Message: "waiting for a move slot",
 	}
 	sb.Status.Move = m
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "moving bucket %s from ObjectStore %s to %s", sb.Status.BucketName, from, to)
@@ -141,13 +171,23 @@ func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTa
 		return moveWait(m, errors.New("the plan pass ended without a plan"))
 	}
 	m.TotalObjects, m.TotalBytes, m.Boundaries = p.Plan.Objects, p.Plan.Bytes, p.Plan.Boundaries
-	if limits, _, _ := desiredQuota(scope.sb, t.store); (limits.MaxBytes > 0 && m.TotalBytes > limits.MaxBytes) || (limits.MaxObjects > 0 && m.TotalObjects > limits.MaxObjects) {
-		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "the bucket holds %d objects of %d bytes, more than the quota ObjectStore %q would set (%s); nothing was created there",
-			m.TotalObjects, m.TotalBytes, t.store.Name, limits)}
+	if err := beyondQuota(scope.sb, t, m); err != nil {
+		r.yieldSlot(ctx, scope, m)
+		return moveStep{err: err}
 	}
 	m.Phase, m.Pass, m.Message = bkv1.MoveCopying, 2, "copying every object"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "copying %d objects (%d bytes) to ObjectStore %s in %d shards", m.TotalObjects, m.TotalBytes, m.To, len(m.Boundaries)+1)
 	return moveStep{requeue: time.Millisecond}
+}
+
+// beyondQuota refuses a move whose data, as its plan counted it, the target's quota
+// cannot take.
+func beyondQuota(sb *bkv1.StorageBucket, t *moveTargetScope, m *bkv1.MoveStatus) *reconcile.StepError {
+	if limits, _, _ := desiredQuota(sb, t.store); (limits.MaxBytes > 0 && m.TotalBytes > limits.MaxBytes) || (limits.MaxObjects > 0 && m.TotalObjects > limits.MaxObjects) {
+		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "the bucket holds %d objects of %d bytes, more than the quota ObjectStore %q would set (%s); nothing was created there",
+			m.TotalObjects, m.TotalBytes, t.store.Name, limits)
+	}
+	return nil
 }
 
 // copyPass runs copy passes until one finds little to do, then freezes the source.
@@ -162,7 +202,7 @@ func (r *Reconciler) copyPass(ctx context.Context, scope *bucketScope, t *moveTa
 	changes := p.Counts.Changes()
 	m.LastPassChanges = &changes
 	if p.Failures.Count > 0 {
-		m.Pass++ // the next pass tries them again
+		r.yieldSlot(ctx, scope, m) // admitted again, the next pass tries them again
 		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
 			"%d objects could not be copied to ObjectStore %q, so the move cannot cut over: %s", p.Failures.Count, m.To, p.Failures)}
 	}
@@ -199,7 +239,8 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
 			return moveWait(m, err)
 		}
-		m.FrozenAt, m.Phase, m.Pass = nil, bkv1.MoveCatchingUp, m.Pass+1
+		m.FrozenAt = nil
+		r.yieldSlot(ctx, scope, m) // admitted again, it catches up
 		if p.Failures.Count > 0 {
 			return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
 				"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
@@ -238,6 +279,7 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 	if r.OnMoveEnd != nil {
 		r.OnMoveEnd(sb.Namespace, sb.Name, pause)
 	}
+	r.endsMove(ctx, scope)
 	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, m.From, m.To)
 	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From)
@@ -245,12 +287,18 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 	return moveStep{}
 }
 
-// abortMove undoes an unfinished move: the mover stops and forgets, the source takes
-// writes again, the target bucket is emptied and deleted.
+// abortMove undoes an unfinished move: the mover stops, the source takes writes
+// again, and the target bucket is emptied and deleted with the move's checkpoints, or,
+// for a move past its plan, kept with them for a while (keepsTarget).
 func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why string) moveStep {
 	sb, m := scope.sb, scope.sb.Status.Move
+	keep := r.keepsTarget(m)
 	if r.Mover != nil {
-		if err := r.Mover.Forget(ctx, m.ID); err != nil {
+		stop := r.Mover.Forget
+		if keep {
+			stop = r.Mover.Cancel // the checkpoints stay
+		}
+		if err := stop(ctx, m.ID); err != nil {
 			return moveWait(m, err)
 		}
 	}
@@ -260,22 +308,49 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 		}
 		m.FrozenAt = nil
 	}
-	done, err := r.removeMoveTarget(ctx, sb, m)
-	if err != nil || !done {
-		return moveWait(m, err)
+	if !keep {
+		done, err := r.removeMoveTarget(ctx, sb, m)
+		if err != nil || !done {
+			return moveWait(m, err)
+		}
 	}
 	if m.TargetBucket == "" && slices.Contains(sb.Status.LeftBehind, m.To) {
 		if err := r.refreezeLeftBehind(ctx, scope, m); err != nil {
 			return moveWait(m, err)
 		}
 	}
+	r.moveTargets.Delete(m.ID) // resumed, the move checks its target again
 	if r.OnMoveEnd != nil {
 		r.OnMoveEnd(sb.Namespace, sb.Name, nil)
 	}
+	r.endsMove(ctx, scope)
 	m.Phase, m.Message = bkv1.MoveAborted, "cancelled ("+why+"): the target bucket was removed, the source is as it was"
 	m.ObjectsLeft, m.BytesPerSecond, m.Remaining = 0, 0, nil
+	if keep {
+		until := metav1.NewTime(r.Clock.Now().Add(r.cancelledMoveKeep())).Rfc3339Copy()
+		m.TargetKeptOn, m.TargetKeptUntil = m.To, &until
+		m.Message = fmt.Sprintf("cancelled (%s): the source is as it was; the target bucket is kept until %s, to resume the move if asked again, then removed", why, until.UTC().Format(time.RFC3339))
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoveAborted, "Move", "move to ObjectStore %s cancelled: %s; the target bucket is kept until %s, then removed", m.To, why, until.UTC().Format(time.RFC3339))
+		return moveStep{requeue: time.Millisecond}
+	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoveAborted, "Move", "move to ObjectStore %s cancelled: %s; the target bucket was removed", m.To, why)
 	return moveStep{requeue: time.Millisecond}
+}
+
+// yieldSlot gives the slots of a move that cannot go on (refused after its plan,
+// objects that will not copy) back while no mover of it runs: it waits Queued, out
+// of line while Stalled says why, and once admitted again it goes on at a copy pass
+// (or its plan), so that moves the owner must see to take no slot from the others.
+func (r *Reconciler) yieldSlot(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) {
+	m.Phase = bkv1.MoveQueued
+	r.endsMove(ctx, scope)
+}
+
+// endsMove frees the move's slots once the status that ends it is written (its
+// movers stopped before): the moves waiting for them are woken (moveEnded).
+func (r *Reconciler) endsMove(ctx context.Context, scope *bucketScope) {
+	key, m := client.ObjectKeyFromObject(scope.sb), scope.sb.Status.Move
+	scope.patcher.AfterWrite(func() { r.moveEnded(ctx, key, m) })
 }
 
 // runPass starts the move's current pass on the mover (a no-op when it runs already)

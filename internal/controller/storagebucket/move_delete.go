@@ -19,9 +19,13 @@ import (
 // is left on the target: the mover stops and forgets, the source takes writes again,
 // the target bucket is removed. A move past its cutover left the bucket on its new
 // home, where the deletion policy applies; the source stays as a finished move keeps
-// it. done is false while the target is still being emptied.
+// it. A target a cancelled move keeps goes too. done is false while the target is
+// still being emptied.
 func (r *Reconciler) dropUnfinishedMove(ctx context.Context, sb *bkv1.StorageBucket) (bool, error) {
 	m := sb.Status.Move
+	if m.KeptTarget() {
+		return r.dropKeptTarget(ctx, sb, m)
+	}
 	if m.Terminal() || m.Phase == bkv1.MoveSwitching {
 		return true, nil
 	}

@@ -329,7 +329,9 @@ func moverParallelism(stores ...*bkv1.ObjectStore) int {
 }
 
 // moverBucket is one side of a move as the mover reaches it, with the move's share of
-// the store's request budget.
+// the store's request budget: the moves running on the store share MoveShareOfBudget
+// of it, each an equal part of its bound (move_queue.go), whose every shard and pod
+// draw on it together.
 func (r *Reconciler) moverBucket(store *bkv1.ObjectStore, bucket, region string) mover.Bucket {
 	perSecond, burst := r.Stores.Budget(store)
 	b := mover.Bucket{
@@ -337,8 +339,9 @@ func (r *Reconciler) moverBucket(store *bkv1.ObjectStore, bucket, region string)
 		CABundle: store.Spec.CABundle, InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify, Bucket: bucket,
 	}
 	if perSecond > 0 {
-		b.RequestsPerSecond = perSecond * defaults.MoveShareOfBudget
-		b.Burst = max(1, int(float64(burst)*defaults.MoveShareOfBudget))
+		share := defaults.MoveShareOfBudget / float64(r.moveBound(store))
+		b.RequestsPerSecond = perSecond * share
+		b.Burst = max(1, int(float64(burst)*share))
 	}
 	return b
 }

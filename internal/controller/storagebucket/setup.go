@@ -22,8 +22,9 @@ import (
 )
 
 // SetupWithManager wires the StorageBucket controller: its own objects (spec changes,
-// deletion, finalizers, probe requests), the connection Secrets it owns, and the stores,
-// credentials and namespaces its verdicts depend on, and the probe scheduler: this is
+// deletion, finalizers, probe requests), the connection Secrets it owns, the stores,
+// credentials and namespaces its verdicts depend on, the queued moves an ended move
+// wakes (move_queue.go), and the probe scheduler: this is
 // the one place it is run (with the manager, on the leader) and its events watched.
 // Each reconcile runs within ReconcileTimeout and inside a slot of its store (see
 // store.SlotLimited).
@@ -34,6 +35,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&bkv1.ObjectStore{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfStore), builder.WithPredicates(storeVerdictChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bucketsOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bucketsInNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WatchesRawSource(r.moveWakeUps()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Prober != nil {
 		scheduler, ok := r.Prober.Scheduler.(runnableScheduler)
