@@ -18,7 +18,10 @@
 //   - secret.go, access.go: the connection Secret and the implicit access;
 //   - probe.go, probeonly.go: the probe and its scheduler, and the short pass that
 //     only probes;
-//   - delete.go, purge.go: deletion per policy, and a purge's paced progress.
+//   - delete.go, purge.go, purge_lock.go, purge_copy.go: deletion per policy, a
+//     purge's paced progress, the wait for locked versions (bounded for a claim being
+//     deleted), and the one purge every bucket of a claim's goes through: its home, and
+//     the copies its moves leave (move_delete.go, move_source.go).
 //
 // setup.go wires the watches; requester.go turns a webhook's probe request into a
 // pass. It imports no other reconciler.
