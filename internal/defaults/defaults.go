@@ -123,6 +123,12 @@ func MaxReconcilesPerStore(concurrency int) int {
 	return max(1, min(concurrency-1, (3*concurrency+3)/4))
 }
 
+// LockedRecheck is the least time before a deletion blocked by locked object versions
+// looks at them again, whatever the sync interval (it looks again when the first of
+// them unlocks, or after the sync interval when no date is known): a blocked claim
+// costs its store a pass a minute at most, from the budget every tenant shares.
+const LockedRecheck = time.Minute
+
 // Defaults of the API: the CRDs default these fields to the same values, and the code
 // falls back to them for objects that did not pass through the API server's defaulting.
 const (
@@ -242,7 +248,4 @@ const (
 	// deleted it must stay gone: a write the stopped mover had sent may still be
 	// carried out, and some stores (SeaweedFS) make the bucket again for it.
 	MoveTargetSettle = 5 * time.Second
-	// MoveRemovePagesPerPass bounds the pages of versions one pass deletes from the
-	// target bucket of a cancelled move; the next pass goes on.
-	MoveRemovePagesPerPass = 10
 )

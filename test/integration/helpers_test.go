@@ -1,12 +1,14 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -134,4 +136,41 @@ func withIAMOn(srv *testenv.S3Server) func(*bkv1.ObjectStore) {
 			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
 		}
 	}
+}
+
+// longer gives the rest of the test timeout instead of the fixture's three minutes,
+// for a test that waits out moves and a deletion's bound.
+func (f *fixture) longer(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	f.t.Cleanup(cancel)
+	f.ctx = ctx
+}
+
+// tenantNamespace makes a namespace besides the fixture's, for claims whose namespace
+// a test deletes. Whatever the test leaves in it is deleted, and the namespace
+// finalized, when the test ends.
+func (f *fixture) tenantNamespace(prefix string) *corev1.Namespace {
+	f.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	must(f.t, k8s.Create(f.ctx, ns))
+	f.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); err != nil {
+			return
+		}
+		list := &bkv1.StorageBucketList{}
+		_ = k8s.List(ctx, list, client.InNamespace(ns.Name))
+		for i := range list.Items {
+			_ = k8s.Delete(ctx, &list.Items[i])
+		}
+		removeNamespace(f.t, ctx, ns.Name)
+	})
+	return ns
+}
+
+// bucketIn is f.bucket in another namespace than the fixture's.
+func (f *fixture) bucketIn(namespace, name string, mutate ...func(*bkv1.StorageBucket)) *bkv1.StorageBucket {
+	f.t.Helper()
+	return f.bucket(name, append([]func(*bkv1.StorageBucket){func(sb *bkv1.StorageBucket) { sb.Namespace = namespace }}, mutate...)...)
 }

@@ -238,3 +238,121 @@ func (f *fixture) versionsOf(bucket string) string {
 	}
 	return strings.Join(keys, " ")
 }
+
+// lockBound is the guardrails.objectLock.releaseBlockedDeletionAfter of the stores in
+// the tests of a deletion's bound: short enough for a test to wait it out, long enough
+// for it to see each claim blocked first.
+const lockBound = 30 * time.Second
+
+// lockBoundSlack is how much later than its releaseAt a claim may go: the pass that
+// releases it, a status write and the removal of its finalizer on a loaded machine.
+const lockBoundSlack = 20 * time.Second
+
+// withLockBound sets the store's releaseBlockedDeletionAfter to lockBound.
+func withLockBound(s *bkv1.ObjectStore) {
+	s.Spec.Guardrails.ObjectLock.ReleaseBlockedDeletionAfter = &metav1.Duration{Duration: lockBound}
+}
+
+// TestObjectLockDeletionEndsWithinTheBound, on each store, with the suite's manager: a
+// tenant's namespace holds a Delete and a Purge claim whose buckets each hold a version
+// under a Governance retention of a day, and a Delete claim of the same kind sits in
+// another namespace. The lone claim is deleted, then the tenant's namespace. Every one of
+// the three reports DeletionBlocked (the Delete claims too, not BucketNotEmpty, which
+// would tell the tenant to empty a bucket nobody may empty), with the deletion-blocked
+// metric and a remedy the tenant can follow (deletionPolicy Purge, the Orphan
+// annotation, the wait), and goes within the store's releaseBlockedDeletionAfter of when
+// it blocked, so the namespace can be finalized. Each bucket is kept with its locked
+// version, released and tagged for the store's admin with the policy that was blocked.
+func TestObjectLockDeletionEndsWithinTheBound(t *testing.T) {
+	for _, server := range everyStore() {
+		t.Run(string(server.Kind), func(t *testing.T) {
+			t.Parallel()
+			testObjectLockDeletionBound(t, server)
+		})
+	}
+}
+
+func testObjectLockDeletionBound(t *testing.T, server *testenv.S3Server) {
+	f := newFixture(t, server, withLockBound)
+	f.longer(6 * time.Minute)
+	tenant := f.tenantNamespace("sb-lock-bound-")
+	locked := func(policy bkv1.DeletionPolicy) func(*bkv1.StorageBucket) {
+		return func(sb *bkv1.StorageBucket) {
+			sb.Spec.DeletionPolicy = policy
+			sb.Spec.ObjectLock = governance(1)
+		}
+	}
+	claims := []*bkv1.StorageBucket{
+		f.bucket("alone", locked(bkv1.DeletionPolicyDelete)),
+		f.bucketIn(tenant.Name, "deleted", locked(bkv1.DeletionPolicyDelete)),
+		f.bucketIn(tenant.Name, "purged", locked(bkv1.DeletionPolicyPurge)),
+	}
+	buckets := map[string]string{}
+	for _, sb := range claims {
+		buckets[sb.Name] = f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady).Status.BucketName
+		must(t, f.admin.PutObject(f.ctx, buckets[sb.Name], "minutes", []byte("kept for a day")))
+	}
+
+	must(t, k8s.Delete(f.ctx, claims[0]))
+	// The namespace is deleted; the namespace controller deletes what is in it.
+	must(t, k8s.Delete(f.ctx, tenant))
+	must(t, k8s.DeleteAllOf(f.ctx, &bkv1.StorageBucket{}, client.InNamespace(tenant.Name)))
+
+	blocked := map[string]*bkv1.DeletionBlocked{}
+	for _, sb := range claims {
+		got := f.waitCondition(sb, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonDeletionBlocked)
+		b := got.Status.DeletionBlocked
+		if b == nil || b.LockedVersions < 1 || !b.ReleaseAt.Time.Equal(b.Since.Add(lockBound)) {
+			t.Fatalf("%s: status.deletionBlocked %+v, want a locked version and the claim released %s after it blocked", sb.Name, b, lockBound)
+		}
+		blocked[sb.Name] = b
+		msg := findCond(got, bkv1.ConditionReady).Message
+		wants := []string{"releaseBlockedDeletionAfter", bkv1.TagDeletionBlocked, bkv1.AnnotationDeletionPolicy}
+		if sb.Spec.DeletionPolicy == bkv1.DeletionPolicyDelete {
+			wants = append(wants, "deletionPolicy Delete", "set deletionPolicy Purge")
+			if strings.Contains(msg, "empty it") {
+				t.Errorf("%s: the message tells the tenant to empty a bucket with locked versions: %s", sb.Name, msg)
+			}
+		}
+		for _, want := range wants {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: DeletionBlocked message lacks %q: %s", sb.Name, want, msg)
+			}
+		}
+		if since, ok := series(t, metrics.BucketDeletionBlocked, map[string]string{"namespace": sb.Namespace, "name": sb.Name}); !ok || int64(since) != b.Since.Unix() {
+			t.Errorf("%s: deletion-blocked metric %v (present %v), want %d", sb.Name, since, ok, b.Since.Unix())
+		}
+	}
+
+	for _, sb := range claims {
+		f.eventually(lockBound+lockBoundSlack+time.Minute, "the release of "+sb.Name, func() error {
+			err := k8s.Get(f.ctx, objKey(sb), &bkv1.StorageBucket{})
+			if err == nil {
+				return fmt.Errorf("still there")
+			}
+			return client.IgnoreNotFound(err)
+		})
+		late := time.Since(blocked[sb.Name].ReleaseAt.Time)
+		if late > lockBoundSlack {
+			t.Errorf("%s went %s after its releaseAt, more than %s", sb.Name, late.Round(time.Second), lockBoundSlack)
+		}
+		t.Logf("%s blocked at %s, gone %s after its releaseAt", sb.Name, blocked[sb.Name].Since.Format(time.TimeOnly), late.Round(100*time.Millisecond))
+		if _, ok := series(t, metrics.BucketDeletionBlocked, map[string]string{"namespace": sb.Namespace, "name": sb.Name}); ok {
+			t.Errorf("%s: the deletion-blocked metric outlives the claim", sb.Name)
+		}
+		bucket := buckets[sb.Name]
+		if left := f.versionsOf(bucket); left != "minutes" {
+			t.Errorf("%s: the kept bucket holds %q, want its locked version", sb.Name, left)
+		}
+		tags, err := f.admin.GetBucketTagging(f.ctx, bucket)
+		must(t, err)
+		releasedFrom := "/" + string(tenant.UID)
+		if sb.Namespace == f.ns {
+			releasedFrom = f.releasedUIDTag()
+		}
+		if tags[bkv1.TagUID] != releasedFrom || !strings.HasPrefix(tags[bkv1.TagDeletionBlocked], string(sb.Spec.DeletionPolicy)+" blocked by 1 locked object versions") {
+			t.Errorf("%s: the kept bucket's tags %v; want it released and tagged %s", sb.Name, tags, bkv1.TagDeletionBlocked)
+		}
+	}
+	removeNamespace(t, f.ctx, tenant.Name) // what the namespace controller does once it is empty
+}

@@ -26,48 +26,71 @@ import (
 // the store says is not there needs nothing once no CreateBucket of this claim can
 // still make it (creates.go). Whatever it decides is announced by an Event; while it
 // cannot finish, Ready says why and what to do.
+//
+// The claim's buckets go in order: the target of a move that did not finish, the
+// copies its finished moves left behind, then its home. Each is emptied by the same
+// purge (purgePass), which meets locked versions the same way whatever the bucket, and
+// the claim's wait for them is bounded once for all of them (deletionBlocked). The
+// Orphan annotation leaves every one as it is, on every store: the mover of an
+// unfinished move stops, and nothing is sent to any store.
 func (r *Reconciler) reconcileDelete(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sb, bkv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	r.synced.forget(client.ObjectKeyFromObject(sb))
 
-	if dropped, err := r.dropUnfinishedMove(ctx, sb); err != nil || !dropped {
+	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
+		if err := r.stopMover(ctx, sb); err != nil {
+			r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "stopping the bucket's unfinished move"), "; the bucket is abandoned once it stopped, and the operator retries")
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketAbandoned, "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
+			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
+		return r.deletionDone(ctx, sb, patcher)
+	}
+	steps := []struct {
+		doing string
+		run   func(context.Context, *bkv1.StorageBucket, *reconcile.StatusPatcher) (bool, time.Duration, error)
+	}{
+		{"undoing the bucket's unfinished move", r.dropUnfinishedMove},
+		{"carrying out the deletion policy on the copies the bucket's moves left behind", r.dropLeftBehind},
+		{"carrying out the deletion policy", r.deleteExternal},
+	}
+	for _, step := range steps {
+		done, retryIn, err := step.run(ctx, sb, patcher)
 		if err != nil {
-			r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "undoing the bucket's unfinished move"), abandonHint)
-		}
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	if sb.Annotations[bkv1.AnnotationDeletionPolicy] != bkv1.DeletionPolicyOrphan {
-		if dropped, err := r.dropLeftBehind(ctx, sb); err != nil || !dropped {
-			if err != nil {
-				r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "carrying out the deletion policy on the copies the bucket's moves left behind"), abandonHint)
+			se := reconcile.AsStepError(err, step.doing)
+			r.blockDeletion(patcher, sb, se, abandonHint)
+			if se.Terminal {
+				return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
 			}
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+			return ctrl.Result{}, se
+		}
+		if !done {
+			// A purge paced by its store's purge budget (purgeSpender) or waiting for
+			// locked versions, a bucket that must stay gone, or a CreateBucket that may
+			// still land, is waited for.
+			return ctrl.Result{RequeueAfter: max(time.Second, retryIn)}, nil
 		}
 	}
-	done, retryIn, err := r.deleteExternal(ctx, sb, patcher)
-	if err != nil {
-		se := reconcile.AsStepError(err, "carrying out the deletion policy")
-		r.blockDeletion(patcher, sb, se, abandonHint)
-		if se.Terminal {
-			return ctrl.Result{RequeueAfter: r.SyncInterval}, nil
-		}
-		return ctrl.Result{}, se
-	}
-	if !done {
-		// A purge paced by its store's purge budget (purgeSpender), or a CreateBucket
-		// that may still land, is waited for.
-		return ctrl.Result{RequeueAfter: max(time.Second, retryIn)}, nil
-	}
+	return r.deletionDone(ctx, sb, patcher)
+}
+
+// deletionDone ends a deletion with nothing more to do on the stores: the connection
+// Secrets go, then the finalizer.
+func (r *Reconciler) deletionDone(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	r.purges.forget(sb.UID)
+	if m := sb.Status.Move; m != nil { // what its last move's clean-up left in memory
+		r.purges.forget(types.UID(m.ID))
+		r.purges.forget(types.UID(m.ID + "/source"))
+	}
 	// The deletion waits no more: its series goes now, not when the object is gone.
 	r.unblocked(client.ObjectKeyFromObject(sb))
 	if err := r.deleteConnectionSecrets(ctx, sb); err != nil {
 		r.blockDeletion(patcher, sb, reconcile.AsStepError(err, "deleting the connection Secret"), "; the bucket is done with, and the operator retries")
 		return ctrl.Result{}, err
 	}
-	err = reconcile.PatchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
+	err := reconcile.PatchMetadata(ctx, r.Client, sb, func(o *bkv1.StorageBucket) { controllerutil.RemoveFinalizer(o, bkv1.Finalizer) })
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
@@ -111,11 +134,6 @@ func knownBucket(sb *bkv1.StorageBucket) string {
 // until the store answers (or the claim is annotated to abandon the bucket). Only
 // Retain goes on without an answer, as the bucket stays either way.
 func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, time.Duration, error) {
-	if sb.Annotations[bkv1.AnnotationDeletionPolicy] == bkv1.DeletionPolicyOrphan {
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketAbandoned, "Delete", "bucket %s abandoned on request (%s=%s); it was not contacted",
-			knownBucket(sb), bkv1.AnnotationDeletionPolicy, bkv1.DeletionPolicyOrphan)
-		return true, 0, nil
-	}
 	known := knownBucket(sb)
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: sb.HomeStore()}, store); err != nil {
@@ -186,14 +204,15 @@ func (r *Reconciler) deleteOwnedBucket(ctx context.Context, sb *bkv1.StorageBuck
 		return true, 0, nil
 	}
 
+	job := purgeJob{key: sb.UID, c: c, bucket: bucket, spend: purgeSpender{budget: r.Stores.PurgeBudget(store), now: r.Clock.Now}, lock: r.purgeLockOf(sb, store, me, c, bucket, tags)}
 	switch policy {
 	case bkv1.DeletionPolicyDelete:
-		return r.deleteBucket(ctx, sb, patcher, c, bucket)
+		return r.deleteBucket(ctx, sb, patcher, job)
 	case bkv1.DeletionPolicyPurge:
 		if err := r.liftPolicyBeforePurge(ctx, sb, c, bucket); err != nil {
 			return false, 0, err
 		}
-		done, err := r.purgeBucket(ctx, sb, patcher, c, bucket, purgeSpender{r.Stores.PurgeBudget(store), r.Clock.Now}, r.purgeLockOf(sb, store, me, c, bucket, tags))
+		done, err := r.purgeBucket(ctx, sb, patcher, job)
 		if err != nil || !done {
 			return false, r.purges.nextPassIn(sb.UID, r.Clock.Now()), err
 		}
@@ -283,12 +302,25 @@ func (r *Reconciler) releaseBucket(ctx context.Context, sb *bkv1.StorageBucket, 
 	return true, nil
 }
 
-func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string) (bool, time.Duration, error) {
-	err := c.DeleteBucket(ctx, bucket)
+// deleteBucket deletes the bucket if it is empty, and never anything in it. A bucket
+// that is not empty waits for its owner to empty it (BucketNotEmpty), unless an object
+// lock keeps versions in it, which nobody may delete until the lock ends: then the
+// deletion is blocked as a Purge's is, with the same bound (deletionBlocked).
+func (r *Reconciler) deleteBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, job purgeJob) (bool, time.Duration, error) {
+	bucket := job.bucket
+	err := job.c.DeleteBucket(ctx, bucket)
 	switch s3.KindOf(err) {
 	case s3.KindNotFound:
 		return r.absent(sb, patcher, bucket)
 	case s3.KindNotEmpty:
+		locked, lerr := surveyLocks(ctx, job, r.Clock.Now())
+		if lerr != nil {
+			return false, 0, lerr
+		}
+		if locked.versions > 0 {
+			done, err := r.deletionBlocked(ctx, sb, patcher, bkv1.DeletionPolicyDelete, job, locked)
+			return done, r.purges.nextPassIn(job.key, r.Clock.Now()), err
+		}
 		return false, 0, &reconcile.StepError{Reason: bkv1.ReasonBucketNotEmpty, Err: err,
 			Message: fmt.Sprintf("bucket %q is not empty; deletionPolicy Delete deletes only an empty bucket: empty it, or set deletionPolicy Purge to delete its contents too", bucket)}
 	}

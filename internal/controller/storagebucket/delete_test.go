@@ -79,7 +79,7 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 		}
 		before := bucket.requests
 		patcher := reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
-		done, err := r.purgeBucket(context.Background(), sb, patcher, bucket, "big", spend, purgeLock{})
+		done, err := r.purgeBucket(context.Background(), sb, patcher, purgeJob{key: sb.UID, c: bucket, bucket: "big", spend: spend})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,6 +104,38 @@ func TestPurgeSpendsOnlyItsBudget(t *testing.T) {
 		t.Errorf("%d passes: the budget did not pace the purge", passes)
 	}
 	t.Logf("%d passes, %d requests", passes, bucket.requests)
+}
+
+// TestPurgeWithABudgetSmallerThanAPass: a store of 10 requests a second and a burst of
+// 10 leaves its purges a burst of 2, less than the least a pass sends (the listing of
+// uploads, of versions, and a deletion). The purge still goes on, pass after pass, and
+// spends no more than its budget over time: what a pass takes beyond the burst, the
+// next waits for.
+func TestPurgeWithABudgetSmallerThanAPass(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	start := clock.Now()
+	bucket := &uploadsBucket{}
+	for i := range 5 {
+		bucket.uploads = append(bucket.uploads, s3.MultipartUpload{Key: fmt.Sprintf("k%d", i), UploadID: fmt.Sprint(i)})
+	}
+	r := &Reconciler{Clock: clock, Recorder: events.NewFakeRecorder(100)}
+	sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "small", UID: "u"}}
+	budget := rate.NewLimiter(2.5, 2)
+	budget.AllowN(clock.Now(), 0)
+	for passes := 1; !bucket.deleted; passes++ {
+		if passes > 20 {
+			t.Fatalf("not done after %d passes: %d uploads left", passes-1, len(bucket.uploads))
+		}
+		patcher := reconcile.NewStatusPatcher(nil, sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
+		if _, err := r.purgeBucket(context.Background(), sb, patcher, purgeJob{key: sb.UID, c: bucket, bucket: "small", spend: purgeSpender{budget: budget, now: clock.Now}}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(max(r.purges.nextPassIn(sb.UID, clock.Now()), 10*time.Millisecond))
+	}
+	elapsed := clock.Since(start).Seconds()
+	if allowed := 2 + 2.5*elapsed; float64(bucket.requests) > allowed+1 { // DeleteBucket is not charged
+		t.Errorf("%d requests in %.1f s, more than the budget's %.1f", bucket.requests, elapsed, allowed)
+	}
 }
 
 // TestDeletionWaitsForAnUnansweredCreate: a claim whose CreateBucket went unanswered is
@@ -247,5 +279,72 @@ func TestPurgeLiftsTheOperatorsPolicyFirst(t *testing.T) {
 	other.UID, other.Status.CreateIntent.UID = "4444-dddd", "4444-dddd"
 	if err := r.liftPolicyBeforePurge(ctx, other, f, "b"); err == nil {
 		t.Error("unreachable store: no error, want the pass retried")
+	}
+}
+
+// TestDeleteOfALockedBucketIsBoundedAsAPurge: a Delete claim whose bucket holds a
+// version under Governance retention and one under a legal hold, with the store's
+// releaseBlockedDeletionAfter of two days. Its deletion deletes nothing, reports
+// DeletionBlocked (not BucketNotEmpty, whose remedy, emptying the bucket, nobody can
+// follow) with the metric and what the tenant may do (deletionPolicy Purge, the Orphan
+// annotation), looks again when the retention ends, at the earliest a minute later
+// whatever the sync interval, and when the wait ends keeps the bucket, released and
+// tagged as a Delete blocked, and is done. A bucket with nothing locked in it is
+// BucketNotEmpty as before.
+func TestDeleteOfALockedBucketIsBoundedAsAPurge(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b := &lockedBucket{versions: []string{"gov", "held"}, held: map[string]bool{"held": true},
+		retention: map[string]s3.ObjectRetention{"gov": {Mode: s3.RetentionGovernance, Until: start.Add(24 * time.Hour)}}}
+	p := newPurgeRun(t, b, false, 48*time.Hour)
+	p.r.SyncInterval = 4 * time.Second
+	pass := func() (bool, time.Duration) {
+		t.Helper()
+		patcher := reconcile.NewStatusPatcher(nil, p.sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
+		done, wait, err := p.r.deleteBucket(context.Background(), p.sb, patcher, purgeJob{key: p.sb.UID, c: b, bucket: "b", spend: purgeSpender{now: p.clock.Now}, lock: p.lock})
+		if err != nil {
+			t.Fatalf("pass at %s: %v", p.clock.Now().Format(time.RFC3339), err)
+		}
+		return done, wait
+	}
+
+	done, wait := pass()
+	if done || len(b.versions) != 2 || b.deleted {
+		t.Fatalf("first pass: done %v, versions %v, deleted %v; want nothing deleted", done, b.versions, b.deleted)
+	}
+	c := p.ready()
+	if c == nil || c.Reason != bkv1.ReasonDeletionBlocked {
+		t.Fatalf("Ready %+v, want DeletionBlocked", c)
+	}
+	for _, want := range []string{"deletionPolicy Delete deletes only an empty bucket", "2 object versions an object lock keeps", "1 under Governance retention",
+		"1 under a legal hold", "at 2026-12-03T12:00:00Z", "set deletionPolicy Purge", bkv1.AnnotationDeletionPolicy} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message lacks %q: %s", want, c.Message)
+		}
+	}
+	if strings.Contains(c.Message, "empty it") {
+		t.Errorf("the message asks to empty a bucket nobody may empty: %s", c.Message)
+	}
+	if wait != 24*time.Hour || len(p.metric) != 1 {
+		t.Errorf("asks to wait %v (want until the retention ends, 24h), metric %v", wait, p.metric)
+	}
+
+	// The retention ends; the legal hold stays, which has no date: a minute, not the
+	// sync interval of 4 s.
+	p.clock.Step(wait)
+	if done, wait = pass(); done || wait != time.Minute {
+		t.Errorf("a day later: done %v, wait %v; want blocked, back in a minute", done, wait)
+	}
+	p.clock.Step(24 * time.Hour)
+	if done, _ = pass(); !done || len(p.released) != 1 || !strings.HasPrefix(p.released[0], "Delete blocked by 1 locked object versions") || len(b.versions) != 2 {
+		t.Fatalf("at the end of the wait: done %v, released %q, versions %v", done, p.released, b.versions)
+	}
+
+	// Nothing locked: the tenant can empty it.
+	free := &lockedBucket{versions: []string{"a"}}
+	q := newPurgeRun(t, free, false, time.Hour)
+	patcher := reconcile.NewStatusPatcher(nil, q.sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
+	_, _, err := q.r.deleteBucket(context.Background(), q.sb, patcher, purgeJob{key: q.sb.UID, c: free, bucket: "b", spend: purgeSpender{now: q.clock.Now}, lock: q.lock})
+	if se := reconcile.AsStepError(err, ""); err == nil || se.Reason != bkv1.ReasonBucketNotEmpty {
+		t.Errorf("a bucket with nothing locked: %v, want BucketNotEmpty", err)
 	}
 }

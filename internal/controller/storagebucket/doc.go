@@ -18,7 +18,10 @@
 //   - secret.go, access.go: the connection Secret and the implicit access;
 //   - probe.go, probeonly.go: the probe and its scheduler, and the short pass that
 //     only probes;
-//   - delete.go, purge.go: deletion per policy, and a purge's paced progress;
+//   - delete.go, purge.go, purge_lock.go, purge_copy.go: deletion per policy, a
+//     purge's paced progress, the wait for locked versions (bounded for a claim being
+//     deleted), and the one purge every bucket of a claim's goes through: its home, and
+//     the copies its moves leave (move_delete.go, move_source.go);
 //   - move.go and the move_*.go beside it: moving the bucket to another store (move.go
 //     says how), each move queued for a slot of its stores and of the process, with
 //     its share of their request budgets (move_queue.go), and a cancelled move's

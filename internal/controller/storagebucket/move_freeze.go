@@ -126,6 +126,8 @@ func reclaimMovedBucket(ctx context.Context, c s3.Client, bucket string, tags ma
 // move left on the target, when the move back into it is cancelled: its freeze, and
 // its moved-to tag naming where the bucket still lives. What the cancelled move
 // copied into it stays; the copy stays in status.leftBehind for the claim's deletion.
+// The bucket's tags are read first: a bucket of its name that is not this claim's (the
+// copy deleted and the name taken since) is neither frozen nor tagged.
 func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) error {
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: m.To}, store); err != nil {
@@ -135,15 +137,14 @@ func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope,
 	if err != nil {
 		return err
 	}
-	if _, err := c.HeadBucket(ctx, scope.bucket); s3.KindOf(err) == s3.KindNotFound {
-		return nil
-	} else if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q on ObjectStore %q", scope.bucket, m.To))
+	tags, ours, err := r.ourBucket(ctx, scope.sb, c, scope.bucket)
+	if err != nil || !ours {
+		return err
 	}
 	if err := freezeBucket(ctx, c, scope.bucket); err != nil {
 		return err
 	}
-	return r.markSourceMoved(ctx, scope, &bkv1.MoveStatus{From: m.To, To: m.From})
+	return tagMovedTo(ctx, c, scope.bucket, tags, m.From+"/"+scope.bucket)
 }
 
 // markSourceMoved tags the bucket left on the source store with where it went. Its
@@ -164,14 +165,22 @@ func (r *Reconciler) markSourceMoved(ctx context.Context, scope *bucketScope, m 
 	if err != nil {
 		return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of the source bucket %q", scope.bucket))
 	}
-	want := m.To + "/" + scope.bucket
+	return tagMovedTo(ctx, c, scope.bucket, tags, m.To+"/"+scope.bucket)
+}
+
+// tagMovedTo adds the moved-to tag saying where the bucket went (want: store/bucket) to
+// its tags as read, unless they say so already.
+func tagMovedTo(ctx context.Context, c s3.Client, bucket string, tags map[string]string, want string) error {
 	if tags[bkv1.TagMovedTo] == want {
 		return nil
 	}
 	tags = maps.Clone(tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
 	tags[bkv1.TagMovedTo] = want
-	if err := c.PutBucketTagging(ctx, scope.bucket, tags); err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("tagging the source bucket %q as moved", scope.bucket))
+	if err := c.PutBucketTagging(ctx, bucket, tags); err != nil {
+		return reconcile.AsStepError(err, fmt.Sprintf("tagging the source bucket %q as moved", bucket))
 	}
 	return nil
 }

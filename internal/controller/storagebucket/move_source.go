@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // hasSourceDue says whether a finished move's source waits to be deleted.
@@ -27,9 +27,15 @@ func sourceDeletionDue(sb *bkv1.StorageBucket, now time.Time) bool {
 }
 
 // deleteSource deletes the bucket a finished move left on its old store, once
-// spec.move.deleteSourceAfter has passed since the cutover: its freeze is lifted
-// (the stores hold their owner to it too), every object and version deleted a page a
-// pass, then the bucket. Only the bucket tagged as this claim's is touched.
+// spec.move.deleteSourceAfter has passed since the cutover, as a copy a move left
+// behind is purged (removeCopy): only the bucket tagged as this claim's is touched, its
+// freeze lifted (the stores hold their owner to it too), every object and version
+// deleted a page a pass, then the bucket. A bucket of its name that is not the claim's
+// is left as it is, and the claim's own copy counts as gone. Versions an object lock
+// keeps are waited for as long as the lock lasts, the source frozen again meanwhile and
+// still listed in status.leftBehind: nothing is sent to its store until the first of
+// them unlocks (at least a sync interval later), the move's message says so, and a
+// DeletionBlocked Event when it starts.
 func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveStep {
 	sb, m := scope.sb, scope.sb.Status.Move
 	at, _ := sourceDue(sb)
@@ -44,17 +50,30 @@ func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveS
 	if err != nil {
 		return moveWait(m, err)
 	}
-	if _, err := c.HeadBucket(ctx, scope.bucket); s3.KindOf(err) != s3.KindNotFound {
-		if err := thawBucket(ctx, c, scope.bucket); err != nil {
-			return moveWait(m, err)
-		}
-	}
-	done, err := r.removeBucketOf(ctx, sb, source, c, scope.bucket, m.ID+"/source")
-	if err != nil || !done {
+	const what = "the source of the move"
+	removal, err := r.removeCopy(ctx, sb, nil, bucketCopy{store: source, c: c, bucket: scope.bucket, key: m.ID + "/source",
+		what: what, why: "spec.move.deleteSourceAfter", frozen: true})
+	if err != nil {
 		return moveWait(m, err)
+	}
+	if removal.locked != "" {
+		if !strings.HasPrefix(m.Message, lockedHead(scope.bucket, copyWhere(m.From, what))) { // announced when it starts
+			msg := removal.locked
+			scope.patcher.AfterWrite(func() {
+				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked, "Move", "%s", msg)
+			})
+		}
+		m.Message = removal.locked
+	}
+	if !removal.done {
+		return moveStep{requeue: max(removal.wait, time.Second)}
 	}
 	m.SourceDeleted = true
 	sb.Status.LeftBehind = slices.DeleteFunc(sb.Status.LeftBehind, func(s string) bool { return s == m.From })
+	if removal.notOurs {
+		m.Message = fmt.Sprintf("moved from ObjectStore %s; the bucket of its name there is no longer this claim's and was left as it is", m.From)
+		return moveStep{}
+	}
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket was deleted %s after the cutover", m.From, sb.Spec.Move.DeleteSourceAfter.Duration)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "deleted bucket %s on ObjectStore %s, the source of the move", scope.bucket, m.From)
 	return moveStep{}

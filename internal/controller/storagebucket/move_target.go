@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -191,74 +190,20 @@ func (r *Reconciler) removeMoveTarget(ctx context.Context, sb *bkv1.StorageBucke
 	return done, err
 }
 
-// removeBucketOf empties and deletes bucket on store for a move (key names it in this
-// process's memory), a page of versions at a time: done says it is gone, and stays
-// gone for MoveTargetSettle after this process deleted it (a write a stopped mover
-// sent may still be carried out, and SeaweedFS makes the bucket again for it). Only a
-// bucket tagged as this claim's, or an untagged one that is empty, is touched: the
-// move creates and tags its buckets before it copies into them.
+// removeBucketOf removes the target bucket of a move cancelled before its cutover (key
+// names it in this process's memory) as every bucket of a claim's that is not its home
+// is removed (removeCopy): only a bucket tagged as this claim's, or the untagged one the
+// move recorded creating while it is empty, is touched, a purge's pass at a time; done
+// says it is gone and stays gone. Versions an object lock keeps there are waited for,
+// nothing being sent to the store before the first unlocks: the error says what keeps
+// them, for the move's message.
 func (r *Reconciler) removeBucketOf(ctx context.Context, sb *bkv1.StorageBucket, store *bkv1.ObjectStore, c s3.Client, bucket, key string) (bool, error) {
-	me, err := r.ownerOf(ctx, sb)
-	if err != nil {
-		return false, err
+	removal, err := r.removeCopy(ctx, sb, nil, bucketCopy{store: store, c: c, bucket: bucket, key: key,
+		what: "the target of a cancelled move", why: "the cancelled move", recorded: true})
+	if err == nil && removal.locked != "" {
+		err = &reconcile.StepError{Reason: bkv1.ReasonDeletionBlocked, Message: removal.locked}
 	}
-	tags, err := headBucket(ctx, c, bucket)
-	if s3.KindOf(err) == s3.KindNotFound {
-		if at, ok := r.moveTargetsRemoved.Load(key); ok && r.Clock.Now().Before(at.(time.Time).Add(defaults.MoveTargetSettle)) {
-			return false, nil
-		}
-		r.moveTargetsRemoved.Delete(key)
-		return true, nil
-	}
-	if err == nil && tags == nil {
-		tags, err = c.GetBucketTagging(ctx, bucket)
-	}
-	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("checking bucket %q of ObjectStore %q", bucket, store.Name))
-	}
-	switch me.of(tags, false) {
-	case ownedByUs:
-	case unowned:
-		page, err := c.ListObjectVersions(ctx, bucket, nil)
-		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing the untagged bucket %q of ObjectStore %q", bucket, store.Name))
-		}
-		if len(page.Versions) > 0 {
-			return true, nil // someone else's
-		}
-	default:
-		return true, nil // not this claim's: left alone
-	}
-	for range defaults.MoveRemovePagesPerPass {
-		page, err := c.ListObjectVersions(ctx, bucket, nil)
-		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing bucket %q of ObjectStore %q", bucket, store.Name))
-		}
-		if len(page.Versions) == 0 {
-			break
-		}
-		ids := make([]s3.ObjectID, 0, len(page.Versions))
-		for _, v := range page.Versions {
-			ids = append(ids, s3.ObjectID{Key: v.Key, VersionID: v.VersionID})
-		}
-		if err := c.DeleteObjects(ctx, bucket, ids); err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("emptying bucket %q of ObjectStore %q", bucket, store.Name))
-		}
-		if page.Next == nil {
-			break
-		}
-	}
-	if _, more, err := abortUploads(ctx, c, bucket, purgeSpender{}); err != nil || more {
-		return false, err
-	}
-	if err := c.DeleteBucket(ctx, bucket); err != nil {
-		if s3.KindOf(err) == s3.KindNotEmpty {
-			return false, nil // more pages: the next pass goes on
-		}
-		return false, reconcile.AsStepError(err, fmt.Sprintf("deleting bucket %q of ObjectStore %q", bucket, store.Name))
-	}
-	r.moveTargetsRemoved.Store(key, r.Clock.Now())
-	return false, nil // done once it stays gone
+	return removal.done, err
 }
 
 // moverPass is the pass the move is at, for the mover: both buckets and both stores'

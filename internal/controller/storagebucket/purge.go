@@ -103,11 +103,13 @@ func (m *purgeMemo) reportDue(uid types.UID, now time.Time) bool {
 	return due
 }
 
-// pace records until when the purge's next pass waits for its store's purge budget.
+// pace records until when the purge's next pass waits for its store's purge budget
+// (or, blocked by locked versions, for the first of them to unlock: a Delete's too,
+// which lists and deletes nothing and so has no record before).
 func (m *purgeMemo) pace(uid types.UID, until time.Time) {
-	m.records.Update(uid, func(p purgeProgress, ok bool) (purgeProgress, bool) {
+	m.records.Update(uid, func(p purgeProgress, _ bool) (purgeProgress, bool) {
 		p.paced = until
-		return p, ok
+		return p, true
 	})
 }
 
@@ -137,29 +139,82 @@ func (m *purgeMemo) forget(uid types.UID) { m.records.Delete(uid) }
 // huge bucket reports progress and lets other objects through the queue in between.
 const purgePagesPerPass = 5
 
-// purgeBucket aborts incomplete multipart uploads and deletes every object version and
+// purgeJob is one bucket a claim's data is deleted from: its home bucket
+// (deletionPolicy Purge), a copy a finished move left on an old home, a finished move's
+// source (spec.move.deleteSourceAfter), the target of a move that did not finish. Every
+// one is emptied by purgePass, so every one meets locked versions the same way
+// (purge_lock.go) and spends the same purge budget of its store.
+type purgeJob struct {
+	// key is what r.purges remembers this purge by: the claim's UID for its home
+	// bucket; for another bucket of the claim's, that and what the bucket is.
+	key    types.UID
+	c      s3.Client
+	bucket string
+	// where says, after the bucket's name, which bucket it is when it is not the
+	// claim's home: ` on ObjectStore "old", a copy a move left behind`.
+	where string
+	// why is what empties it, for people ("": deletionPolicy Purge).
+	why   string
+	spend purgeSpender
+	lock  purgeLock
+}
+
+// purgeOutcome is what one pass of a purge came to.
+type purgeOutcome int
+
+const (
+	// purgeGoesOn: more to delete, or a listing that deleted something must be
+	// followed by one that finds the bucket empty.
+	purgeGoesOn purgeOutcome = iota
+	// purgeGone: the bucket is deleted, or no longer there.
+	purgeGone
+	// purgeLocked: a whole listing found nothing left but versions an object lock keeps.
+	purgeLocked
+)
+
+// purgeResult is one pass's outcome, with what the purge did so far and, when it is
+// purgeLocked, what keeps the versions left.
+type purgeResult struct {
+	outcome  purgeOutcome
+	progress purgeProgress
+	locked   lockTally
+	// absent: the bucket was not there when the pass came to delete it.
+	absent bool
+	// more: the pass left pages or uploads for the next.
+	more bool
+}
+
+// purgePass aborts incomplete multipart uploads and deletes every object version and
 // delete marker, a few pages at a time, then the bucket. Each pass starts listing
 // afresh (after the last version an object lock keeps, if any: purge_lock.go), so an
-// interrupted purge simply resumes. Progress goes to status and Events at most every
-// purgeReportInterval (see purgeProgress), not on every pass; a listing that finds
-// nothing left but locked versions reports the deletion blocked (purgeBlocked).
-func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, c s3.Client, bucket string, spend purgeSpender, lock purgeLock) (bool, error) {
-	aborted, uploadsLeft, err := abortUploads(ctx, c, bucket, spend)
-	if err != nil {
-		return false, err
+// interrupted purge simply resumes. It reports nothing: what a pass came to is told by
+// its caller, which knows whether a claim's deletion or its move is waiting on it.
+func (r *Reconciler) purgePass(ctx context.Context, job purgeJob) (purgeResult, error) {
+	c, bucket := job.c, job.bucket
+	// The least a pass does is paid for at once (takeLeast): a pass that could list
+	// the uploads but not a page of versions would do the same next time, and never
+	// list one.
+	spend := job.spend.forPass()
+	paid, debt := spend.takeLeast(purgeLeastRequests)
+	aborted, uploadsLeft, versionsLeft := 0, !paid, !paid
+	if paid {
+		var err error
+		if aborted, uploadsLeft, err = abortUploads(ctx, c, bucket, spend); err != nil {
+			return purgeResult{}, err
+		}
 	}
-	deleted, versionsLeft, ended := 0, false, false
-	locks := &lockFinder{c: c, bucket: bucket, bypass: lock.bypass, spend: spend, now: r.Clock.Now(), lookups: purgeLockLookups}
-	page := r.purges.resumeAt(sb.UID)
+	deleted, ended := 0, false
+	locks := &lockFinder{c: c, bucket: bucket, bypass: job.lock.bypass, spend: spend, now: r.Clock.Now(), lookups: purgeLockLookups}
+	page := r.purges.resumeAt(job.key)
 	for range purgePagesPerPass {
 		// A listing and the deletion of its page: two requests.
-		if !spend.take(2) {
+		if !paid || !spend.take(2) {
 			versionsLeft = true
 			break
 		}
 		res, err := c.ListObjectVersions(ctx, bucket, page)
 		if err != nil {
-			return false, reconcile.AsStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
+			return purgeResult{}, reconcile.AsStepError(err, fmt.Sprintf("listing objects of bucket %q to purge it", bucket))
 		}
 		ids := make([]s3.ObjectID, 0, len(res.Versions))
 		for _, v := range res.Versions {
@@ -168,7 +223,7 @@ func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, pa
 		if len(ids) > 0 {
 			n, err := locks.delete(ctx, ids)
 			if err != nil {
-				return false, err
+				return purgeResult{}, err
 			}
 			deleted += n
 		}
@@ -178,33 +233,56 @@ func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, pa
 		}
 		page, versionsLeft = res.Next, true
 	}
-	progress, sweep := r.purges.pass(sb.UID, deleted, aborted, locks.found, ended)
-	r.purges.pace(sb.UID, spend.now().Add(spend.wait()))
+	progress, sweep := r.purges.pass(job.key, deleted, aborted, locks.found, ended)
+	r.purges.pace(job.key, spend.now().Add(spend.wait()+debt))
+	result := purgeResult{progress: progress, more: versionsLeft || uploadsLeft}
 	if ended && sweep.locked.versions > 0 {
-		return r.purgeBlocked(ctx, sb, patcher, bucket, lock, sweep.locked)
+		result.outcome, result.locked = purgeLocked, sweep.locked
+		return result, nil
 	}
 	if ended && sweep.deleted == 0 && aborted == 0 && !uploadsLeft {
 		// The listings found nothing: the bucket should be empty now.
 		err := c.DeleteBucket(ctx, bucket)
 		switch s3.KindOf(err) {
 		case s3.KindNotFound:
-			r.purges.forget(sb.UID)
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketAbsent, "Delete", "bucket %s is no longer on the store: nothing left to purge", bucket)
-			return true, nil
+			result.outcome, result.absent = purgeGone, true
 		case s3.KindNotEmpty:
 			// Written to since it was listed (or a store with hidden leftovers): the
 			// next pass lists again. Not an error a person has to act on.
 		default:
 			if err != nil {
-				return false, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
+				return purgeResult{}, reconcile.AsStepError(err, fmt.Sprintf("deleting purged bucket %q", bucket))
 			}
-			r.purges.forget(sb.UID)
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "purged and deleted bucket %s (%s)", bucket, progress.totals())
-			return true, nil
+			result.outcome = purgeGone
 		}
 	}
-	if r.purges.reportDue(sb.UID, r.Clock.Now()) {
-		msg := fmt.Sprintf("purging bucket %q: %s; %s", bucket, progress.totals(), progress.left(versionsLeft || uploadsLeft))
+	return result, nil
+}
+
+// purgeBucket runs a pass of the purge of a bucket of a claim being deleted. Progress
+// goes to status and Events at most every purgeReportInterval (see purgeProgress), not
+// on every pass; a listing that finds nothing left but locked versions reports the
+// deletion blocked, and once the claim stops waiting keeps the bucket instead
+// (deletionBlocked): done is true then too.
+func (r *Reconciler) purgeBucket(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher, job purgeJob) (bool, error) {
+	res, err := r.purgePass(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	switch res.outcome {
+	case purgeGone:
+		r.purges.forget(job.key)
+		if res.absent {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketAbsent, "Delete", "bucket %s%s is no longer on the store: nothing left to purge", job.bucket, job.where)
+		} else {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "Delete", "purged and deleted bucket %s%s (%s)", job.bucket, job.where, res.progress.totals())
+		}
+		return true, nil
+	case purgeLocked:
+		return r.deletionBlocked(ctx, sb, patcher, bkv1.DeletionPolicyPurge, job, res.locked)
+	}
+	if r.purges.reportDue(job.key, r.Clock.Now()) {
+		msg := fmt.Sprintf("purging bucket %q%s: %s; %s", job.bucket, job.where, res.progress.totals(), res.progress.left(res.more))
 		reconcile.SetCondition(&sb.Status.Conditions, sb.Generation, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonPurging, msg)
 		patcher.AfterWrite(func() { r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonPurging, "Delete", "%s", msg) })
 	}
@@ -244,10 +322,48 @@ func abortUploads(ctx context.Context, c s3.Client, bucket string, spend purgeSp
 type purgeSpender struct {
 	budget *rate.Limiter
 	now    func() time.Time
+	// prepaid is what this pass has paid for already (takeLeast); see forPass.
+	prepaid *int
+}
+
+// forPass is the spender of one pass, with nothing prepaid yet.
+func (s purgeSpender) forPass() purgeSpender {
+	s.prepaid = new(int)
+	return s
 }
 
 func (s purgeSpender) take(n int) bool {
+	if s.prepaid != nil && *s.prepaid >= n {
+		*s.prepaid -= n
+		return true
+	}
 	return s.budget == nil || s.budget.AllowN(s.now(), n)
+}
+
+// takeLeast pays for a pass's least work, n requests, which take then spends first,
+// even from a budget whose burst is smaller and so never holds n at once: it takes the
+// whole burst then and owes the rest, debt being how long the budget takes to earn it,
+// which the next pass waits on top. Either way the purges spend no more than the budget
+// over time.
+func (s purgeSpender) takeLeast(n int) (ok bool, debt time.Duration) {
+	if s.budget != nil {
+		burst := s.budget.Burst()
+		if n <= burst {
+			if !s.budget.AllowN(s.now(), n) {
+				return false, 0
+			}
+		} else {
+			limit := float64(s.budget.Limit())
+			if limit <= 0 || !s.budget.AllowN(s.now(), burst) {
+				return false, 0
+			}
+			debt = time.Duration(float64(n-burst) / limit * float64(time.Second))
+		}
+	}
+	if s.prepaid != nil {
+		*s.prepaid = n
+	}
+	return true, debt
 }
 
 // wait is how long until the budget has a pass's worth of requests again (zero: now).
@@ -267,3 +383,7 @@ func (s purgeSpender) wait() time.Duration {
 // purgePassRequests is what a full pass sends besides its uploads' aborts: the listing
 // of uploads and purgePagesPerPass listings of versions with a deletion each.
 const purgePassRequests = 1 + 2*purgePagesPerPass
+
+// purgeLeastRequests is the least a pass sends: the listing of uploads, and one listing
+// of versions with its deletion.
+const purgeLeastRequests = 3

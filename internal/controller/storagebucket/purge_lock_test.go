@@ -29,11 +29,16 @@ type lockedBucket struct {
 	versions  []string // keys, one version each, sorted
 	retention map[string]s3.ObjectRetention
 	held      map[string]bool
-	// byDefault locks every version without a retention of its own (Versity).
-	byDefault *s3.DefaultRetention
-	pageSize  int
-	lists     []string // the KeyMarker of each listing
-	deleted   bool
+	// byDefault locks every version without a retention of its own (Versity), unless
+	// perVersion: the store gave each version written under it a retention of its own
+	// (SeaweedFS, Ceph RGW), and a version without one predates it.
+	byDefault  *s3.DefaultRetention
+	perVersion bool
+	pageSize   int
+	lists      []string // the KeyMarker of each listing
+	deleted    bool
+	// noLock: the bucket has no object lock at all.
+	noLock bool
 }
 
 func (b *lockedBucket) ListMultipartUploads(context.Context, string, *s3.UploadPageToken) (s3.MultipartUploadPage, error) {
@@ -67,7 +72,7 @@ func (b *lockedBucket) locked(key string, bypass bool) bool {
 	if b.held[key] {
 		return true
 	}
-	if _, own := b.retention[key]; !own && b.byDefault != nil {
+	if _, own := b.retention[key]; !own && b.byDefault != nil && !b.perVersion {
 		return b.byDefault.Mode == s3.RetentionCompliance || !bypass
 	}
 	return false
@@ -105,6 +110,9 @@ func (b *lockedBucket) GetObjectLegalHold(_ context.Context, _, key, _ string) (
 }
 
 func (b *lockedBucket) GetObjectLockConfiguration(context.Context, string) (s3.ObjectLockConfig, error) {
+	if b.noLock {
+		return s3.ObjectLockConfig{}, nil
+	}
 	return s3.ObjectLockConfig{Enabled: true, DefaultRetention: b.byDefault}, nil
 }
 
@@ -148,7 +156,7 @@ func newPurgeRun(t *testing.T, b *lockedBucket, bypass bool, releaseAfter time.D
 func (p *purgeRun) pass() (bool, time.Duration) {
 	p.t.Helper()
 	patcher := reconcile.NewStatusPatcher(nil, p.sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
-	done, err := p.r.purgeBucket(context.Background(), p.sb, patcher, p.bucket, "b", purgeSpender{now: p.clock.Now}, p.lock)
+	done, err := p.r.purgeBucket(context.Background(), p.sb, patcher, purgeJob{key: p.sb.UID, c: p.bucket, bucket: "b", spend: purgeSpender{now: p.clock.Now}, lock: p.lock})
 	if err != nil {
 		p.t.Fatalf("pass at %s: %v", p.clock.Now().Format(time.RFC3339), err)
 	}
@@ -291,7 +299,7 @@ func TestPurgeRefusalNoLockExplains(t *testing.T) {
 	// The store refuses it anyway.
 	denied := &refusingBucket{lockedBucket: b}
 	patcher := reconcile.NewStatusPatcher(nil, p.sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
-	_, err := p.r.purgeBucket(context.Background(), p.sb, patcher, denied, "b", purgeSpender{now: p.clock.Now}, p.lock)
+	_, err := p.r.purgeBucket(context.Background(), p.sb, patcher, purgeJob{key: p.sb.UID, c: denied, bucket: "b", spend: purgeSpender{now: p.clock.Now}, lock: p.lock})
 	if err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 		t.Fatalf("error %v, want the store's AccessDenied", err)
 	}
@@ -332,5 +340,46 @@ func TestPurgeListsPastLockedVersions(t *testing.T) {
 	}
 	if got := p.sb.Status.DeletionBlocked; got == nil || got.LockedVersions != 2500 {
 		t.Errorf("status.deletionBlocked %+v, want 2500 locked", got)
+	}
+}
+
+// TestSurveyLocksOfADeleteClaim: a Delete asks what locks the versions of a bucket it
+// found not empty, deleting nothing. A bucket without object lock has no locked
+// versions; on a store that gives each version a retention of its own, a version
+// without one was written before the default and is not locked; on one that gives none
+// (Versity), the default locks every version; versions past the lookups leave the
+// tally partial, without a date.
+func TestSurveyLocksOfADeleteClaim(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	day := &s3.DefaultRetention{Mode: s3.RetentionGovernance, Days: 1}
+	for _, tc := range []struct {
+		name                string
+		bucket              *lockedBucket
+		versions, defaulted int64
+		partial             bool
+	}{
+		{name: "no object lock", bucket: &lockedBucket{versions: []string{"a"}, noLock: true}},
+		{name: "nothing locked", bucket: &lockedBucket{versions: []string{"a", "b"}}},
+		{name: "retention per version", bucket: &lockedBucket{versions: []string{"before", "under"}, byDefault: day, perVersion: true,
+			retention: map[string]s3.ObjectRetention{"under": {Mode: s3.RetentionGovernance, Until: start.Add(24 * time.Hour)}}}, versions: 1},
+		{name: "the default locks them all", bucket: &lockedBucket{versions: []string{"a", "b"}, byDefault: day}, versions: 2, defaulted: 2},
+		{name: "a legal hold", bucket: &lockedBucket{versions: []string{"a", "b"}, held: map[string]bool{"b": true}}, versions: 1},
+		{name: "more than the lookups", bucket: &lockedBucket{versions: keys("k", purgeLockLookups+5), held: map[string]bool{"k0000": true}}, versions: 1, partial: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.bucket
+			b.now, b.pageSize = func() time.Time { return start }, 1000
+			before := slices.Clone(b.versions)
+			got, err := surveyLocks(context.Background(), purgeJob{c: b, bucket: "b", spend: purgeSpender{now: b.now}}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.versions != tc.versions || got.defaulted != tc.defaulted || got.partial != tc.partial {
+				t.Errorf("tally %+v, want %d locked, %d by the default, partial %v", got, tc.versions, tc.defaulted, tc.partial)
+			}
+			if !slices.Equal(b.versions, before) {
+				t.Errorf("versions %v after the survey, want %v: it deletes nothing", b.versions, before)
+			}
+		})
 	}
 }
