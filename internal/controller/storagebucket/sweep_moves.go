@@ -75,7 +75,7 @@ func (s *MoveSweeper) sweepMoves(ctx context.Context) (movesPass, error) {
 			continue // the claim's move, going on
 		default:
 			stale[id] = true
-			if since := s.staleSince(id, now); now.Sub(since) < max(defaults.MoveSweepStaleGrace, s.interval()) {
+			if since := s.staleSince(id, now); now.Sub(since) < defaults.MoveSweepStaleGrace {
 				continue // looked at again by a later sweep
 			}
 			done, err = s.sweepStaleMove(ctx, id, sb, l)
