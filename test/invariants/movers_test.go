@@ -76,7 +76,7 @@ func TestMoverObjectsOfAGoneMove(t *testing.T) {
 			want := map[string]bool{
 				"job " + moverNS + "/" + mover.JobName(id, 2): true, "configmap " + moverNS + "/" + mover.JobName(id, 2): true,
 				"secret " + moverNS + "/" + bkv1.MoveCheckpointPrefix + id + "-credentials": true,
-				"configmap " + moverNS + "/" + mover.CheckpointName(id, 0): true, "configmap " + moverNS + "/" + mover.RecordName(id): true,
+				"configmap " + moverNS + "/" + mover.CheckpointName(id, 0):                  true, "configmap " + moverNS + "/" + mover.RecordName(id): true,
 			}
 			for _, v := range got {
 				if v.Invariant != MoverOwned || !want[v.Object] || !strings.Contains(v.Found, tc.fragment) {

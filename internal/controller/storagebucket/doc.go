@@ -20,6 +20,9 @@
 //     only probes;
 //   - delete.go, purge.go: deletion per policy, and a purge's paced progress.
 //
+// Beside the passes, MoveSweeper (sweep.go, sweep_moves.go, sweep_buckets.go) removes
+// what a move whose claim is gone left behind, on the access collector's schedule.
+//
 // setup.go wires the watches; requester.go turns a webhook's probe request into a
 // pass. It imports no other reconciler.
 package storagebucket
