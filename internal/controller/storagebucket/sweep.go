@@ -79,6 +79,8 @@ type MoveSweeper struct {
 	// nextMoves is when the movers' objects are looked at next.
 	nextMoves time.Time
 	clients   memo.Versioned[string, s3.Client]
+	// clientNames are the stores clients holds a client of.
+	clientNames map[string]bool
 	// clientFor, when set, replaces the sweep's own S3 clients (tests).
 	clientFor func(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error)
 }
@@ -218,7 +220,8 @@ func releaseGone(ctx context.Context, c s3.Client, bucket string, me owner, tags
 	return nil
 }
 
-// storesAt are the ObjectStores (not being deleted) whose endpoint is endpoint, by name.
+// storesAt are the ObjectStores (not being deleted) whose endpoint is endpoint, by
+// name.
 func storesAt(list []bkv1.ObjectStore, endpoint string) []*bkv1.ObjectStore {
 	var out []*bkv1.ObjectStore
 	for i := range list {
@@ -230,28 +233,63 @@ func storesAt(list []bkv1.ObjectStore, endpoint string) []*bkv1.ObjectStore {
 	return out
 }
 
+// account names the account store's key reaches (endpoint and key id): stores
+// sharing one see the same buckets, and are swept once.
+func (s *MoveSweeper) account(ctx context.Context, store *bkv1.ObjectStore) (string, error) {
+	ref := store.Spec.CredentialsSecretRef
+	if ref == nil || s.clientFor != nil {
+		return store.Spec.Endpoint + "\x00", nil
+	}
+	secret, err := s.Reconciler.Stores.SecretData(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return store.Spec.Endpoint + "\x00" + string(secret.Data[bkv1.CredentialsKeyAccessKeyID]), nil
+}
+
+// perAccount is one store of each account among list (the first by name), with its
+// account.
+func (s *MoveSweeper) perAccount(ctx context.Context, list []*bkv1.ObjectStore) (map[string]*bkv1.ObjectStore, []string) {
+	out := map[string]*bkv1.ObjectStore{}
+	var order []string
+	for _, store := range list {
+		account, err := s.account(ctx, store)
+		if err != nil {
+			log.FromContext(ctx).Info("move sweep: cannot read the store's credentials; retrying later", "store", store.Name, "error", err.Error())
+			continue
+		}
+		if _, seen := out[account]; !seen {
+			out[account] = store
+			order = append(order, account)
+		}
+	}
+	return out, order
+}
+
 // client is the sweep's own client of store: the store's credentials, paced at the
 // sweep's share of its request budget (defaults.MoveSweepShareOfBudget, at most
-// defaults.MoveSweepRequestsPerSecond), as a move's mover has its own share. account
-// names the store's account (endpoint and key id): stores sharing one see the same
-// buckets.
-func (s *MoveSweeper) client(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, string, error) {
-	var keyID, version string
+// defaults.MoveSweepRequestsPerSecond), as a move's mover has its own share. Its
+// requests are the sweep's alone: the reconciles' budget is not spent on them.
+func (s *MoveSweeper) client(ctx context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
+	if s.clientFor != nil {
+		return s.clientFor(ctx, store)
+	}
+	var version string
 	var data map[string][]byte
 	if ref := store.Spec.CredentialsSecretRef; ref != nil {
 		secret, err := s.Reconciler.Stores.SecretData(ctx, ref)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		data, version = secret.Data, secret.ResourceVersion
-		keyID = string(data[bkv1.CredentialsKeyAccessKeyID])
 	}
-	account := store.Spec.Endpoint + "\x00" + keyID
-	if s.clientFor != nil {
-		c, err := s.clientFor(ctx, store)
-		return c, account, err
+	s.mu.Lock()
+	if s.clientNames == nil {
+		s.clientNames = map[string]bool{}
 	}
-	c, err := s.clients.Get(store.Name, fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, version), func() (s3.Client, error) {
+	s.clientNames[store.Name] = true
+	s.mu.Unlock()
+	return s.clients.Get(store.Name, fmt.Sprintf("%s/%d/%s", store.UID, store.Generation, version), func() (s3.Client, error) {
 		perSecond, burst := s.Reconciler.Stores.Budget(store)
 		rate := float64(defaults.MoveSweepRequestsPerSecond)
 		if perSecond > 0 {
@@ -278,5 +316,16 @@ func (s *MoveSweeper) client(ctx context.Context, store *bkv1.ObjectStore) (s3.C
 		}
 		return factory(ctx, cfg)
 	})
-	return c, account, err
+}
+
+// forgetClientsExcept drops the clients of stores that are gone.
+func (s *MoveSweeper) forgetClientsExcept(keep map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.clientNames {
+		if !keep[name] {
+			s.clients.Forget(name)
+			delete(s.clientNames, name)
+		}
+	}
 }

@@ -60,9 +60,11 @@ func (s *MoveSweeper) sweepBuckets(ctx context.Context) (time.Duration, error) {
 		}
 		return 0
 	})
-	swept := map[string]bool{}
+	var ready []*bkv1.ObjectStore
+	all := map[string]bool{}
 	for i := range list.Items {
 		store := &list.Items[i]
+		all[store.Name] = true
 		if !store.DeletionTimestamp.IsZero() || !reconcile.ConditionIsTrue(store.Status.Conditions, bkv1.ConditionReady) {
 			continue // its health check says why; nothing is listed there now
 		}
@@ -71,19 +73,24 @@ func (s *MoveSweeper) sweepBuckets(ctx context.Context) (time.Duration, error) {
 				continue
 			}
 		}
-		c, account, err := s.client(ctx, store)
-		if err != nil {
-			log.FromContext(ctx).Info("move sweep: no client for the store; retrying later", "store", store.Name, "error", err.Error())
-			next = min(next, time.Minute)
-			continue
-		}
-		if swept[account] {
-			continue
-		}
+		ready = append(ready, store)
+	}
+	s.forgetClientsExcept(all)
+	byAccount, accounts := s.perAccount(ctx, ready)
+	swept := map[string]bool{}
+	for _, account := range accounts {
+		store := byAccount[account]
 		swept[account] = true
-		state := s.account(account)
+		state := s.accountSweep(account)
 		if wait := state.due.Sub(s.Clock.Now()); wait > 0 {
 			next = min(next, wait)
+			continue
+		}
+		c, err := s.client(ctx, store)
+		if err != nil {
+			log.FromContext(ctx).Info("move sweep: no client for the store; retrying later", "store", store.Name, "error", err.Error())
+			state.due = s.Clock.Now().Add(min(s.interval(), time.Minute))
+			next = min(next, time.Minute)
 			continue
 		}
 		pass, err := s.bucketPass(ctx, store, c, state)
@@ -244,7 +251,7 @@ func (a *accountSweep) prune(names []string) {
 	}
 }
 
-func (s *MoveSweeper) account(key string) *accountSweep {
+func (s *MoveSweeper) accountSweep(key string) *accountSweep {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.accounts == nil {

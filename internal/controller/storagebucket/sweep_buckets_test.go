@@ -47,7 +47,7 @@ func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
 	}
 	storeA := &bkv1.ObjectStore{}
 	must(t, r.k8s.Get(r.ctx, objKey("a"), storeA))
-	state := r.s.account("a")
+	state := r.s.accountSweep("a")
 	sweep := func() (passes int) {
 		for {
 			passes++

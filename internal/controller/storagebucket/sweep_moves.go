@@ -182,7 +182,8 @@ func (s *MoveSweeper) sweepMoveBuckets(ctx context.Context, id, hex string, rec 
 	switched := slices.ContainsFunc(checkpoints, func(cp *mover.Checkpoint) bool { return cp.Verified })
 	done := true
 	if !switched {
-		for _, store := range storesAt(list.Items, rec.Target.Endpoint) {
+		byAccount, _ := s.perAccount(ctx, storesAt(list.Items, rec.Target.Endpoint))
+		for _, store := range byAccount {
 			gone, err := s.removeTarget(ctx, store, rec.Target.Bucket, hex, id)
 			if err != nil {
 				return false, err
@@ -190,7 +191,8 @@ func (s *MoveSweeper) sweepMoveBuckets(ctx context.Context, id, hex string, rec 
 			done = done && gone
 		}
 	}
-	for _, store := range storesAt(list.Items, rec.Source.Endpoint) {
+	byAccount, _ := s.perAccount(ctx, storesAt(list.Items, rec.Source.Endpoint))
+	for _, store := range byAccount {
 		if err := s.releaseSource(ctx, store, rec.Source.Bucket, hex); err != nil {
 			return false, err
 		}
@@ -205,7 +207,7 @@ func (s *MoveSweeper) sweepMoveBuckets(ctx context.Context, id, hex string, rec 
 // copy an earlier move left there, which this move had not taken back yet: released as
 // such copies are.
 func (s *MoveSweeper) removeTarget(ctx context.Context, store *bkv1.ObjectStore, bucket, hex, id string) (bool, error) {
-	c, _, err := s.client(ctx, store)
+	c, err := s.client(ctx, store)
 	if err != nil {
 		return false, err
 	}
@@ -277,7 +279,7 @@ func (s *MoveSweeper) keepLocked(ctx context.Context, store *bkv1.ObjectStore, c
 // releaseSource thaws (when frozen) and releases a gone claim's move source on store; a
 // source the move never froze is the gone claim's home, left as it is.
 func (s *MoveSweeper) releaseSource(ctx context.Context, store *bkv1.ObjectStore, bucket, hex string) error {
-	c, _, err := s.client(ctx, store)
+	c, err := s.client(ctx, store)
 	if err != nil {
 		return err
 	}
