@@ -13,9 +13,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -161,8 +161,10 @@ func (f *fixture) waitMoveFact(sb *bkv1.StorageBucket, what string, fact func(*b
 	return m
 }
 
-// stripAndDelete removes the claim's finalizers and deletes it, as a tenant with full
-// verbs on storagebuckets (finalizers included) can: the claim goes at once.
+// stripAndDelete removes the claim's finalizers and deletes it at exactly that version,
+// as a tenant with full verbs on storagebuckets (finalizers included) can: if the
+// operator put its finalizer back in between, the delete fails its precondition and the
+// tenant tries again. So the claim goes without the operator ever seeing a deletion.
 func (f *fixture) stripAndDelete(sb *bkv1.StorageBucket) {
 	f.t.Helper()
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -170,16 +172,20 @@ func (f *fixture) stripAndDelete(sb *bkv1.StorageBucket) {
 		{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "storagebuckets/finalizers"}, Verbs: all},
 	})
 	must(f.t, err)
-	must(f.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &bkv1.StorageBucket{}
-		if err := tenant.Get(f.ctx, client.ObjectKeyFromObject(sb), cur); err != nil {
+	f.eventually(30*time.Second, "claim "+sb.Name+" deleted without its finalizer", func() error {
+		got := &bkv1.StorageBucket{}
+		if err := tenant.Get(f.ctx, client.ObjectKeyFromObject(sb), got); err != nil {
 			return err
 		}
-		cur.Finalizers = nil
-		return tenant.Update(f.ctx, cur)
-	}))
-	must(f.t, client.IgnoreNotFound(tenant.Delete(f.ctx, sb)))
-	f.waitGone(sb)
+		got.Finalizers = nil
+		if err := tenant.Update(f.ctx, got); err != nil {
+			return err
+		}
+		return tenant.Delete(f.ctx, got, client.Preconditions{UID: &got.UID, ResourceVersion: &got.ResourceVersion})
+	})
+	if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), &bkv1.StorageBucket{}); !apierrors.IsNotFound(err) {
+		f.t.Fatalf("the claim is still there after its deletion: %v", err)
+	}
 }
 
 // plantJobsOf makes, for move id, what the Jobs runner makes for a pass: the Job, its
