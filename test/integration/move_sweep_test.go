@@ -65,7 +65,13 @@ func testMoveLeftoversSwept(t *testing.T, src, tgt *testenv.S3Server, when strin
 	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	other := f.waitCondition(f.bucket("other"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	bucket := sb.Status.BucketName
-	f.seedObjects(f.admin, bucket, 40)
+	// Mid-copy, enough objects that the copy at the source's budget takes minutes.
+	seed := 40
+	if when == "mid-copy" {
+		seed = 150
+	}
+	f.seedObjects(f.admin, bucket, seed)
+	tenant := f.stripper() // ready before the move: the strip follows the fact it waits for at once
 	claimUID := f.uidTagOf(sb)
 	bystanders := plantBystanders(t, f, bucket, claimUID, f.uidTagOf(other))
 
@@ -85,8 +91,20 @@ func testMoveLeftoversSwept(t *testing.T, src, tgt *testenv.S3Server, when strin
 		f.waitNoCheckpoints(moveID)
 	}
 	tgtAdmin := adminOf(t, f.ctx, tgt)
-	f.stripAndDelete(sb)
+	f.stripAndDelete(tenant, sb)
 	t.Logf("stripped %s/%s at %s of move %s", f.ns, sb.Name, when, moveID)
+	if when == "cutover" {
+		// The sweep deletes the checkpoints only once the target is gone: they still
+		// say whether a final pass had verified (then the move may have switched, and
+		// the target is kept).
+		cps, err := (&mover.ConfigMapCheckpoints{Client: k8s, Namespace: moverNamespace}).List(f.ctx, moveID)
+		must(t, err)
+		for _, cp := range cps {
+			if cp.Verified {
+				t.Fatalf("the final pass of move %s verified before the claim was stripped: the strip came too late to test the cutover", moveID)
+			}
+		}
+	}
 
 	// The movers' objects go.
 	f.eventually(4*time.Minute, "the objects of move "+moveID+" removed", func() error {
@@ -165,13 +183,8 @@ func (f *fixture) waitMoveFact(sb *bkv1.StorageBucket, what string, fact func(*b
 // as a tenant with full verbs on storagebuckets (finalizers included) can: if the
 // operator put its finalizer back in between, the delete fails its precondition and the
 // tenant tries again. So the claim goes without the operator ever seeing a deletion.
-func (f *fixture) stripAndDelete(sb *bkv1.StorageBucket) {
+func (f *fixture) stripAndDelete(tenant client.Client, sb *bkv1.StorageBucket) {
 	f.t.Helper()
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	tenant, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "strip-tenant", []rbacv1.PolicyRule{
-		{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "storagebuckets/finalizers"}, Verbs: all},
-	})
-	must(f.t, err)
 	f.eventually(30*time.Second, "claim "+sb.Name+" deleted without its finalizer", func() error {
 		got := &bkv1.StorageBucket{}
 		if err := tenant.Get(f.ctx, client.ObjectKeyFromObject(sb), got); err != nil {
@@ -186,6 +199,21 @@ func (f *fixture) stripAndDelete(sb *bkv1.StorageBucket) {
 	if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), &bkv1.StorageBucket{}); !apierrors.IsNotFound(err) {
 		f.t.Fatalf("the claim is still there after its deletion: %v", err)
 	}
+}
+
+// stripper is a tenant with full verbs on storagebuckets, finalizers included, once the
+// API server's authorizer knows its Role.
+func (f *fixture) stripper() client.Client {
+	f.t.Helper()
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	tenant, err := testenv.ServiceAccountClient(f.ctx, k8s, cfg, operator.Scheme(), f.ns, "strip-tenant", []rbacv1.PolicyRule{
+		{APIGroups: []string{bkv1.GroupVersion.Group}, Resources: []string{"storagebuckets", "storagebuckets/finalizers"}, Verbs: all},
+	})
+	must(f.t, err)
+	f.eventually(30*time.Second, "the tenant's Role in force", func() error {
+		return tenant.List(f.ctx, &bkv1.StorageBucketList{}, client.InNamespace(f.ns))
+	})
+	return tenant
 }
 
 // plantJobsOf makes, for move id, what the Jobs runner makes for a pass: the Job, its
