@@ -55,14 +55,24 @@ func TestMoveLeftoversOfAStrippedClaimAreSwept(t *testing.T) {
 func testMoveLeftoversSwept(t *testing.T, src, tgt *testenv.S3Server, when string) {
 	// The source's request budget slows its mover (half of it) enough that the
 	// copy and the final pass take seconds: the claim is stripped within them.
-	f := newFixture(t, src, func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 4, 4 })
+	f := newFixture(t, src, func(s *bkv1.ObjectStore) {
+		s.Spec.RequestsPerSecond, s.Spec.Burst = 4, 4
+		s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	f.ctx = ctx
 	target := f.storeOn(tgt)
 	f.storeOn(versity) // the bystanders' store: the sweep lists its buckets
 	f.waitNamedStoreCondition(target, bkv1.ConditionReady, metav1.ConditionTrue, "")
-	sb := f.waitCondition(f.bucket("data"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
+	// The claim adopts a bucket made beforehand: the operator that creates a claim's
+	// bucket remembers the claim, and carries out its deletion policy itself if it
+	// vanishes while that operator runs (creates.go), from what it was when the bucket
+	// was made; what a claim gone after a restart or failover leaves is the sweep's alone.
+	must(t, f.admin.CreateBucket(f.ctx, f.ns+"-data", ""))
+	sb := f.waitCondition(f.bucket("data", func(sb *bkv1.StorageBucket) {
+		sb.Spec.BucketName, sb.Spec.Adoption = f.ns+"-data", bkv1.AdoptionIfUnowned
+	}), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	other := f.waitCondition(f.bucket("other"), bkv1.ConditionReady, metav1.ConditionTrue, bkv1.ReasonReady)
 	bucket := sb.Status.BucketName
 	// Mid-copy, enough objects that the copy at the source's budget takes minutes.
@@ -91,6 +101,16 @@ func testMoveLeftoversSwept(t *testing.T, src, tgt *testenv.S3Server, when strin
 		f.waitNoCheckpoints(moveID)
 	}
 	tgtAdmin := adminOf(t, f.ctx, tgt)
+	from := logs.Len()
+	t.Cleanup(func() {
+		if t.Failed() { // what the operator said of this move since the strip
+			for _, line := range strings.Split(logs.From(from), "\n") {
+				if strings.Contains(line, moveID) || strings.Contains(line, bucket) {
+					t.Log(line)
+				}
+			}
+		}
+	})
 	f.stripAndDelete(tenant, sb)
 	t.Logf("stripped %s/%s at %s of move %s", f.ns, sb.Name, when, moveID)
 	if when == "cutover" {

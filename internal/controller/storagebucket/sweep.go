@@ -74,8 +74,9 @@ type MoveSweeper struct {
 	mu sync.Mutex
 	// accounts is each account's bucket sweep (by endpoint and key id).
 	accounts map[string]*accountSweep
-	// stale: when each move of a live claim was first seen stale.
-	stale map[string]time.Time
+	// stale: when each move of a live claim was first seen stale; stopped: when the
+	// movers of each gone claim's move were first seen stopped.
+	stale, stopped map[string]time.Time
 	// nextMoves is when the movers' objects are looked at next.
 	nextMoves time.Time
 	clients   memo.Versioned[string, s3.Client]

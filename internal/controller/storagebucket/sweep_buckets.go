@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -163,6 +164,15 @@ func (s *MoveSweeper) bucketPass(ctx context.Context, store *bkv1.ObjectStore, c
 		}
 		uid, ok := s.sweptClaim(tags)
 		switch {
+		case !ok && s.releasedFrozen(tags):
+			thawed, err := s.thawReleased(ctx, store, c, name)
+			if err != nil {
+				return out, err
+			}
+			if thawed {
+				out.released++
+			}
+			state.remember(name, "", now)
 		case !ok:
 			state.remember(name, "", now)
 		case cached.byUID[uid] != nil:
@@ -274,4 +284,36 @@ func (s *MoveSweeper) forgetAccountsExcept(keep map[string]bool) {
 			delete(s.accounts, key)
 		}
 	}
+}
+
+// releasedFrozen says whether a bucket's tags may be those of a source released while
+// its move's freeze stayed: this cluster's, released (its uid tag names no claim), not
+// a copy a move left behind (moved-to). The operator that made a claim's bucket carries
+// out the claim's deletion policy itself when the claim vanishes before its restart
+// (creates.go), from what the claim was when the bucket was made: a Retain release that
+// knows nothing of the move, which leaves the freeze.
+func (s *MoveSweeper) releasedFrozen(tags map[string]string) bool {
+	claimUID, _, _ := parseUIDTag(tags[bkv1.TagUID])
+	return s.Reconciler.ClusterID != "" && tags[bkv1.TagCluster] == s.Reconciler.ClusterID && tags[bkv1.TagClaim] != "" &&
+		claimUID == "" && tags[bkv1.TagMovedTo] == ""
+}
+
+// thawReleased lifts a move's freeze from a released bucket no move left behind: no
+// claim holds it, and nothing else would ever lift it.
+func (s *MoveSweeper) thawReleased(ctx context.Context, store *bkv1.ObjectStore, c s3.Client, bucket string) (bool, error) {
+	policy, err := c.GetBucketPolicy(ctx, bucket)
+	if s3.KindOf(err) == s3.KindNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q", bucket))
+	}
+	if !frozen(policy) {
+		return false, nil
+	}
+	if err := thawBucket(ctx, c, bucket); err != nil {
+		return false, err
+	}
+	s.event(ctx, store, corev1.EventTypeNormal, bkv1.EventReasonBucketReleased, "lifted a move's freeze from bucket %s, released without it", bucket)
+	return true, nil
 }

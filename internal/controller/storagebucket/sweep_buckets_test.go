@@ -15,7 +15,9 @@ import (
 // the tags of, and more leftovers than one pass may release, is swept over several
 // passes within both bounds, each going on after the last bucket the one before judged.
 // Every frozen source of a gone claim ends thawed (its freeze alone taken out) and
-// released, every copy a move left behind of a gone claim released and still frozen;
+// released, and so does one already released with its freeze (a Retain that knew
+// nothing of the move); every copy a move left behind of a gone claim released and
+// still frozen, as a released one stays;
 // a live claim's buckets, another cluster's, untagged ones and the home a gone claim
 // left unfrozen are not written to. The next sweep reads no live claim's tags again.
 func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
@@ -24,7 +26,7 @@ func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
 	kinds := map[string]string{}
 	for i := range 2*defaults.MoveSweepMaxBuckets + 5 {
 		name := fmt.Sprintf("b-%04d", i)
-		kind := []string{"frozen", "leftBehind", "live", "otherCluster", "untagged", "goneHome"}[i%6]
+		kind := []string{"frozen", "leftBehind", "live", "otherCluster", "untagged", "goneHome", "releasedFrozen", "releasedCopy"}[i%8]
 		kinds[name] = kind
 		switch kind {
 		case "frozen":
@@ -43,6 +45,13 @@ func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
 			store.add(name, nil, frozenPolicy(t, name), "k")
 		case "goneHome":
 			store.add(name, ownTags(name, uidGone), keptStatement, "k")
+		case "releasedFrozen": // released by a Retain that knew nothing of the move
+			tags := ownTags(name, "")
+			store.add(name, tags, frozenPolicy(t, name), "k")
+		case "releasedCopy":
+			tags := ownTags(name, "")
+			tags[bkv1.TagMovedTo] = "b/" + name
+			store.add(name, tags, frozenPolicy(t, name), "k")
 		}
 	}
 	storeA := &bkv1.ObjectStore{}
@@ -70,12 +79,12 @@ func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
 	for name, kind := range kinds {
 		b := store.buckets[name]
 		thawed, released := !strings.Contains(b.policy, bkv1.MoveFreezeSid), b.tags[bkv1.TagUID] == "/"+nsUID
-		switch want := kind == "frozen" || kind == "leftBehind"; {
+		switch want := kind == "frozen" || kind == "leftBehind" || kind == "releasedFrozen" || kind == "releasedCopy"; {
 		case released != want:
 			t.Errorf("%s (%s): released %v, want %v; tags %v", name, kind, released, want, b.tags)
-		case kind == "frozen" && (!thawed || !strings.Contains(b.policy, `"Keep"`)):
+		case (kind == "frozen" || kind == "releasedFrozen") && (!thawed || !strings.Contains(b.policy, `"Keep"`)):
 			t.Errorf("%s (%s): policy %s; want its own statement alone", name, kind, b.policy)
-		case kind != "frozen" && kind != "goneHome" && thawed:
+		case kind != "frozen" && kind != "releasedFrozen" && kind != "goneHome" && thawed:
 			t.Errorf("%s (%s): thawed", name, kind)
 		case kind == "leftBehind" && b.tags[bkv1.TagMovedTo] == "":
 			t.Errorf("%s: lost its moved-to tag", name)
@@ -95,7 +104,7 @@ func TestBucketSweepIsBoundedAndResumes(t *testing.T) {
 			released++
 		}
 	}
-	// Only the buckets released by the first sweep are read again (found released now).
+	// Only the buckets the first sweep released are read again (found released now).
 	if n := store.count("GetBucketTagging") - reads; n != released {
 		t.Errorf("the second sweep read %d buckets' tags, want the %d the first released", n, released)
 	}

@@ -93,7 +93,19 @@ func (s *MoveSweeper) sweepMoves(ctx context.Context) (movesPass, error) {
 		}
 	}
 	s.keepStale(stale)
+	s.keepStopped(moves)
 	return out, nil
+}
+
+// keepStopped forgets when the movers of moves no longer listed stopped.
+func (s *MoveSweeper) keepStopped(moves map[string]*mover.Leftovers) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.stopped {
+		if moves[id] == nil {
+			delete(s.stopped, id)
+		}
+	}
 }
 
 // sweepGoneMove removes what a move whose claim is gone left: its movers are stopped,
@@ -102,6 +114,11 @@ func (s *MoveSweeper) sweepMoves(ctx context.Context) (movesPass, error) {
 func (s *MoveSweeper) sweepGoneMove(ctx context.Context, id, hex string, l *mover.Leftovers) (bool, error) {
 	if stopped, err := s.stopMovers(ctx, id, l); err != nil || !stopped {
 		return false, err
+	}
+	// A write a stopped mover sent may still be carried out (and SeaweedFS makes the
+	// bucket again for it): the target is touched once that is past.
+	if since := s.stoppedSince(id, s.Clock.Now()); s.Clock.Now().Sub(since) < defaults.MoveTargetSettle {
+		return false, nil
 	}
 	if l.Record != nil {
 		if done, err := s.sweepMoveBuckets(ctx, id, hex, l.Record); err != nil || !done {
@@ -240,7 +257,7 @@ func (s *MoveSweeper) removeTarget(ctx context.Context, store *bkv1.ObjectStore,
 		}
 	}
 	if done {
-		s.event(store, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "deleted bucket %s, the target of a move whose StorageBucket %s is gone", bucket, me.claim)
+		s.event(ctx, store, corev1.EventTypeNormal, bkv1.EventReasonBucketDeleted, "deleted bucket %s, the target of a move whose StorageBucket %s is gone", bucket, me.claim)
 	}
 	return done, err
 }
@@ -271,7 +288,7 @@ func (s *MoveSweeper) keepLocked(ctx context.Context, store *bkv1.ObjectStore, c
 	if err := releaseGone(ctx, c, bucket, me, tags); err != nil {
 		return false, err
 	}
-	s.event(store, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked,
+	s.event(ctx, store, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked,
 		"kept bucket %s, the target of a move whose StorageBucket %s is gone: object lock keeps versions in it; released and tagged %s", bucket, me.claim, bkv1.TagDeletionBlocked)
 	return true, nil
 }
@@ -303,15 +320,30 @@ func (s *MoveSweeper) release(ctx context.Context, store *bkv1.ObjectStore, c s3
 	if err := releaseGone(ctx, c, bucket, me, tags); err != nil {
 		return err
 	}
-	s.event(store, corev1.EventTypeNormal, bkv1.EventReasonBucketReleased, "released bucket %s, %s, of StorageBucket %s, which is gone", bucket, what, me.claim)
+	s.event(ctx, store, corev1.EventTypeNormal, bkv1.EventReasonBucketReleased, "released bucket %s, %s, of StorageBucket %s, which is gone", bucket, what, me.claim)
 	return nil
 }
 
 // event logs and records an Event on the store: the claim it concerns is gone.
-func (s *MoveSweeper) event(store *bkv1.ObjectStore, kind, reason, format string, args ...any) {
+func (s *MoveSweeper) event(ctx context.Context, store *bkv1.ObjectStore, kind, reason, format string, args ...any) {
+	log.FromContext(ctx).Info("move sweep: "+fmt.Sprintf(format, args...), "store", store.Name, "reason", reason)
 	if s.Recorder != nil {
 		s.Recorder.Eventf(store, nil, kind, reason, "SweepMoves", format, args...)
 	}
+}
+
+// stoppedSince is when the movers of a gone claim's move were first seen stopped.
+func (s *MoveSweeper) stoppedSince(id string, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped == nil {
+		s.stopped = map[string]time.Time{}
+	}
+	if at, ok := s.stopped[id]; ok {
+		return at
+	}
+	s.stopped[id] = now
+	return now
 }
 
 // staleSince is when a live claim's move was first seen stale.
