@@ -135,8 +135,9 @@ const (
 	MoveSweepRecheck = 30 * time.Minute
 	// MoveSweepStaleGrace: the movers' objects of a live claim's earlier move are
 	// deleted only when two sweeps at least this far apart found them stale, so a
-	// move whose status is not written yet is never taken for an old one.
-	MoveSweepStaleGrace = 2 * time.Minute
+	// move whose status is not written yet (a pass takes up to ReconcileTimeout) is
+	// never taken for an old one.
+	MoveSweepStaleGrace = ReconcileTimeout + time.Minute
 	// MoveSweepJobStopGrace is how long after a mover Job's deletion, its status
 	// counting no pod left, the buckets of its move are touched: its pods had their
 	// grace period (10 s) to stop.
