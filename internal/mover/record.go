@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
@@ -32,17 +33,22 @@ type Recorded struct {
 	// CallTimeout bounds each API call (zero: 10 s).
 	CallTimeout time.Duration
 
-	written memo.Map[string, bool] // moves whose record this process wrote or found
+	written  memo.Map[string, bool] // moves whose record this process wrote or found
+	verified memo.Map[string, bool] // moves whose record this process marked verified
 }
 
 var _ Runner = (*Recorded)(nil)
 
-// Record is what a move's record says: where it copies from and to. It holds no
-// credentials.
+// Record is what a move's record says: where it copies from and to, and whether the
+// controller was told of a verified final pass. It holds no credentials.
 type Record struct {
 	MoveID string     `json:"moveID"`
 	Source RecordSide `json:"source"`
 	Target RecordSide `json:"target"`
+	// Verified: Progress answered a final pass verified on every shard, after which
+	// the controller may switch the claim's home to the target (and applications
+	// write there). Until then the target holds nothing but copies.
+	Verified bool `json:"verified,omitempty"`
 }
 
 // RecordSide is one bucket of a move, as its store is reached.
@@ -52,8 +58,12 @@ type RecordSide struct {
 	Bucket   string `json:"bucket"`
 }
 
-// recordKey is the record ConfigMap's data key.
-const recordKey = "record.json"
+// Keys of the record ConfigMap: the record, and the mark of a verified final pass
+// (a key of its own, so that marking it rewrites nothing else).
+const (
+	recordKey   = "record.json"
+	verifiedKey = "verified"
+)
 
 // RecordName is the name of a move's record ConfigMap.
 func RecordName(moveID string) string {
@@ -102,6 +112,25 @@ func (r *Recorded) record(ctx context.Context, spec Spec) error {
 	return nil
 }
 
+// Progress reads the pass; a final pass verified on every shard is marked in the
+// record before the controller hears of it, so the record says when the claim may have
+// switched to the target.
+func (r *Recorded) Progress(ctx context.Context, moveID string, pass, shards int) (Progress, error) {
+	p, err := r.Runner.Progress(ctx, moveID, pass, shards)
+	if err != nil || !p.Verified || p.Done < shards || r.verified.Has(moveID) {
+		return p, err
+	}
+	cctx, cancel := r.ctx(ctx)
+	defer cancel()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RecordName(moveID)}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"`+verifiedKey+`":"true"}}`))
+	if err := r.Client.Patch(cctx, cm, patch); client.IgnoreNotFound(err) != nil {
+		return Progress{}, fmt.Errorf("marking the record of move %s verified: %w", moveID, err)
+	}
+	r.verified.Set(moveID, true)
+	return p, nil
+}
+
 // Forget forgets the move, then deletes its record.
 func (r *Recorded) Forget(ctx context.Context, moveID string) error {
 	if err := r.Runner.Forget(ctx, moveID); err != nil {
@@ -114,6 +143,7 @@ func (r *Recorded) Forget(ctx context.Context, moveID string) error {
 		return fmt.Errorf("deleting the record of move %s: %w", moveID, err)
 	}
 	r.written.Delete(moveID)
+	r.verified.Delete(moveID)
 	return nil
 }
 
@@ -187,6 +217,7 @@ func ListMoves(ctx context.Context, c client.Reader, namespace string) (map[stri
 			if cm.Name == RecordName(id) {
 				rec := &Record{}
 				if json.Unmarshal([]byte(cm.Data[recordKey]), rec) == nil && rec.MoveID == id {
+					rec.Verified = cm.Data[verifiedKey] == "true"
 					l.Record = rec
 				}
 			}

@@ -16,12 +16,15 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 )
 
-// nopRunner runs nothing.
-type nopRunner struct{ forgotten []string }
+// nopRunner runs nothing; its passes are verified when verified says so.
+type nopRunner struct {
+	forgotten []string
+	verified  bool
+}
 
 func (*nopRunner) Start(context.Context, Move) error { return nil }
-func (*nopRunner) Progress(context.Context, string, int, int) (Progress, error) {
-	return Progress{}, nil
+func (r *nopRunner) Progress(_ context.Context, _ string, pass, shards int) (Progress, error) {
+	return Progress{Pass: pass, Shards: shards, Done: shards, Verified: r.verified}, nil
 }
 func (*nopRunner) Cancel(context.Context, string) error { return nil }
 func (r *nopRunner) Forget(_ context.Context, id string) error {
@@ -30,7 +33,8 @@ func (r *nopRunner) Forget(_ context.Context, id string) error {
 }
 
 // TestRecordedKeepsAMovesRecord, on a fake API server: the first Start of a move writes
-// its record (both buckets, no key), later ones do not write it again, ListMoves finds
+// its record (both buckets, no key), later ones do not write it again, a verified final
+// pass read through Progress marks it (one not verified does not), ListMoves finds
 // it with every other object of the move (Jobs, their spec, the keys' Secret,
 // checkpoints) by move, and Forget deletes it after the runner forgot the move.
 func TestRecordedKeepsAMovesRecord(t *testing.T) {
@@ -68,6 +72,16 @@ func TestRecordedKeepsAMovesRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := r.Progress(ctx, id, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if moves, err := ListMoves(ctx, c, "ops"); err != nil || moves[id].Record == nil || moves[id].Record.Verified {
+		t.Fatalf("the record before a verified pass: %+v (%v), want it unmarked", moves[id], err)
+	}
+	inner.verified = true
+	if _, err := r.Progress(ctx, id, 3, 3); err != nil {
+		t.Fatal(err)
+	}
 	moves, err := ListMoves(ctx, c, "ops")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +90,7 @@ func TestRecordedKeepsAMovesRecord(t *testing.T) {
 	switch {
 	case len(moves) != 1 || l == nil:
 		t.Fatalf("moves %v, want only %s", moves, id)
-	case l.Record == nil || l.Record.Target.Endpoint != "http://tgt" || l.Record.Target.Region != "eu" || l.Record.Source.Bucket != "b":
+	case l.Record == nil || l.Record.Target.Endpoint != "http://tgt" || l.Record.Target.Region != "eu" || l.Record.Source.Bucket != "b" || !l.Record.Verified:
 		t.Errorf("record %+v", l.Record)
 	case len(l.Jobs) != 1 || len(l.Secrets) != 1 || len(l.ConfigMaps) != 2:
 		t.Errorf("found %d Jobs, %v Secrets, %v ConfigMaps; want the Job, the keys and the checkpoint and record", len(l.Jobs), l.Secrets, l.ConfigMaps)

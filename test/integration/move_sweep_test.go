@@ -114,15 +114,13 @@ func testMoveLeftoversSwept(t *testing.T, src, tgt *testenv.S3Server, when strin
 	f.stripAndDelete(tenant, sb)
 	t.Logf("stripped %s/%s at %s of move %s", f.ns, sb.Name, when, moveID)
 	if when == "cutover" {
-		// The sweep deletes the checkpoints only once the target is gone: they still
-		// say whether a final pass had verified (then the move may have switched, and
-		// the target is kept).
-		cps, err := (&mover.ConfigMapCheckpoints{Client: k8s, Namespace: moverNamespace}).List(f.ctx, moveID)
+		// The sweep deletes the record only once the target is gone: it still says
+		// whether the controller heard of a verified final pass (then the move may have
+		// switched, and the target is kept).
+		moves, err := mover.ListMoves(f.ctx, k8s, moverNamespace)
 		must(t, err)
-		for _, cp := range cps {
-			if cp.Verified {
-				t.Fatalf("the final pass of move %s verified before the claim was stripped: the strip came too late to test the cutover", moveID)
-			}
+		if l := moves[moveID]; l == nil || l.Record == nil || l.Record.Verified {
+			t.Fatalf("move %s when the claim was stripped: %+v; want its record, without a verified final pass: the strip came too late to test the cutover", moveID, l)
 		}
 	}
 

@@ -182,23 +182,18 @@ func (s *MoveSweeper) stopMovers(ctx context.Context, id string, l *mover.Leftov
 }
 
 // sweepMoveBuckets sees to the buckets a gone claim's move named (its record): the
-// target is emptied and deleted, unless a final pass verified it (the move may have
-// switched to it, and applications written there: it is the claim's home then, left as
-// a gone claim's home is); the source, frozen if the move got to its cutover, is
-// thawed and released. Only buckets tagged for this cluster and for the gone claim are
+// target is emptied and deleted, unless the controller was told of a verified final
+// pass (the record says so: the move may have switched to it, and applications written
+// there: it is the claim's home then, left as a gone claim's home is); the source,
+// frozen if the move got to its cutover, is thawed and released. Only buckets tagged for this cluster and for the gone claim are
 // touched, on any ObjectStore at the recorded endpoint. done says both are seen to.
 func (s *MoveSweeper) sweepMoveBuckets(ctx context.Context, id, hex string, rec *mover.Record) (bool, error) {
 	list := &bkv1.ObjectStoreList{}
 	if err := s.Reconciler.List(ctx, list); err != nil {
 		return false, fmt.Errorf("listing ObjectStores: %w", err)
 	}
-	checkpoints, err := (&mover.ConfigMapCheckpoints{Client: s.Direct, Namespace: s.Namespace}).List(ctx, id)
-	if err != nil {
-		return false, fmt.Errorf("reading the checkpoints of move %s: %w", id, err)
-	}
-	switched := slices.ContainsFunc(checkpoints, func(cp *mover.Checkpoint) bool { return cp.Verified })
 	done := true
-	if !switched {
+	if !rec.Verified {
 		byAccount, _ := s.perAccount(ctx, storesAt(list.Items, rec.Target.Endpoint))
 		for _, store := range byAccount {
 			gone, err := s.removeTarget(ctx, store, rec.Target.Bucket, hex, id)

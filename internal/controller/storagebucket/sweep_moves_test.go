@@ -44,11 +44,18 @@ type sweepRig struct {
 	runner *cancelRunner
 }
 
-// cancelRunner is a Runner whose moves run nowhere; it counts Cancel calls.
-type cancelRunner struct{ cancels map[string]int }
+// cancelRunner is a Runner whose moves run nowhere; it counts Cancel calls, and its
+// passes are verified when verified says so.
+type cancelRunner struct {
+	cancels  map[string]int
+	verified bool
+}
 
 func (r *cancelRunner) Start(context.Context, mover.Move) error { return nil }
-func (r *cancelRunner) Progress(context.Context, string, int, int) (mover.Progress, error) {
+func (r *cancelRunner) Progress(_ context.Context, _ string, pass, shards int) (mover.Progress, error) {
+	if r.verified {
+		return mover.Progress{Pass: pass, Shards: shards, Done: shards, Verified: true}, nil
+	}
 	return mover.Progress{}, nil
 }
 func (r *cancelRunner) Cancel(_ context.Context, id string) error { r.cancels[id]++; return nil }
@@ -106,6 +113,12 @@ func (r *sweepRig) plantMove(id string, verified bool) {
 		Source: mover.Bucket{Endpoint: "http://a", Bucket: "data"}, Target: mover.Bucket{Endpoint: "http://b", Bucket: "data"}}
 	must(r.t, rec.Start(r.ctx, mover.Move{Spec: spec}))
 	must(r.t, (&mover.ConfigMapCheckpoints{Client: r.k8s, Namespace: sweepNS}).Save(r.ctx, &mover.Checkpoint{MoveID: id, Shard: 0, Pass: 2, Mode: mover.ModeFinal, Verified: verified}))
+	if verified { // the controller read the verified pass: the record says so
+		r.runner.verified = true
+		_, err := rec.Progress(r.ctx, id, 2, 1)
+		must(r.t, err)
+		r.runner.verified = false
+	}
 	labels := map[string]string{bkv1.LabelMoveJob: id}
 	must(r.t, r.k8s.Create(r.ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: sweepNS, Name: mover.JobName(id, 2), Labels: labels}}))
 	must(r.t, r.k8s.Create(r.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sweepNS, Name: mover.JobName(id, 2), Labels: labels}}))
@@ -159,6 +172,8 @@ func TestMoveSweepRemovesAGoneClaimsMove(t *testing.T) {
 	r := newSweepRig(t, claimOfUID("live", uidLive, &bkv1.MoveStatus{ID: live, Phase: bkv1.MoveCopying}))
 	gone := hexOf(uidGone) + "-1"
 	r.plantMove(gone, false)
+	// Its final pass verified after the claim went: the controller never heard.
+	must(t, (&mover.ConfigMapCheckpoints{Client: r.k8s, Namespace: sweepNS}).Save(r.ctx, &mover.Checkpoint{MoveID: gone, Shard: 1, Pass: 3, Mode: mover.ModeFinal, Verified: true}))
 	r.plantMove(live, false)
 	must(t, (&mover.ConfigMapCheckpoints{Client: r.k8s, Namespace: sweepNS}).Save(r.ctx, &mover.Checkpoint{MoveID: earlier, Shard: 0, Pass: 9}))
 	src := r.stores["http://a"].add("data", ownTags("data", uidGone), frozenPolicy(t, "data"), "k1")
@@ -200,9 +215,12 @@ func TestMoveSweepRemovesAGoneClaimsMove(t *testing.T) {
 	}
 }
 
-// TestMoveSweepKeepsAVerifiedTarget: a move whose final pass verified may have
-// switched the claim's home to the target (and applications written there): the
-// target stays, the frozen source is thawed and released, the objects go.
+// TestMoveSweepKeepsAVerifiedTarget: a move whose verified final pass the controller
+// was told of may have switched the claim's home to the target (and applications
+// written there): the target stays, the frozen source is thawed and released, the
+// objects go. A pass that verified after the claim went (its checkpoints say so, its
+// record does not) leaves the target to be deleted (TestMoveSweepRemovesAGoneClaimsMove
+// plants such checkpoints on the other side).
 func TestMoveSweepKeepsAVerifiedTarget(t *testing.T) {
 	r := newSweepRig(t)
 	gone := hexOf(uidGone) + "-3"
