@@ -37,8 +37,9 @@ import (
 //
 //   - sweep_moves.go: the movers' objects in the operator's namespace (mover.ListMoves),
 //     by move: the movers are stopped, and for a claim that is gone the buckets the
-//     move's record names are seen to (the target emptied and deleted unless the move
-//     may have switched to it, the frozen source thawed and released), then the Jobs,
+//     move's record (mover.Recorded) names are seen to (the target emptied and deleted
+//     unless the record says the controller saw its final pass verified, and so may
+//     have switched to it; the frozen source thawed and released), then the Jobs,
 //     ConfigMaps and Secrets are deleted. For a claim that lives on (an earlier move of
 //     it), only its objects go, and only once seen stale on two sweeps
 //     MoveSweepStaleGrace apart: its buckets are the claim's.
@@ -46,7 +47,8 @@ import (
 //     bounded, paced page at a time, for the copies moves left of claims that are gone
 //     (released) and the sources frozen by a move whose claim went (thawed and
 //     released). Only buckets tagged for this cluster and for a UID no claim has are
-//     ever touched.
+//     ever released; of the released ones, only a frozen source no move left behind
+//     (no moved-to tag) is thawed.
 type MoveSweeper struct {
 	// Reconciler lends its helpers: the stores' registry, the cluster id, the clock,
 	// and what a move's cleanup does (removeBucketOf, thawBucket).
