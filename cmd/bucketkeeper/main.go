@@ -71,7 +71,7 @@ func main() {
 	flag.Float64Var(&kubeQPS, "kube-api-qps", defaults.KubeAPIQPS, "Queries per second to the Kubernetes API server.")
 	flag.IntVar(&kubeBurst, "kube-api-burst", defaults.KubeAPIBurst, "Burst of queries to the Kubernetes API server.")
 	flag.DurationVar(&opts.AccessKeyGrace, "access-key-grace", defaults.AccessKeyGrace, "How long a rotated-out access key stays valid after the Secret received its successor.")
-	flag.DurationVar(&opts.AccessCollectInterval, "access-collect-interval", defaults.AccessCollectInterval, "How often each IAM store's users are listed to delete those no BucketAccess grants any more: the longest a key outlives an access deleted without the operator's finalizer.")
+	flag.DurationVar(&opts.AccessCollectInterval, "access-collect-interval", defaults.AccessCollectInterval, "How often each IAM store's users are listed to delete those no BucketAccess grants any more (the longest a key outlives an access deleted without the operator's finalizer), and what moves of StorageBuckets deleted without it left behind is swept.")
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "Serve net/http/pprof here for profiling; empty disables it.")
 	for _, add := range extraFlags {
 		add(flag.CommandLine, &opts)

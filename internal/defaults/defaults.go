@@ -115,6 +115,40 @@ const (
 	AccessCollectRoleIssuing = 2 * time.Minute
 )
 
+// The sweep of move leftovers (storagebucket.MoveSweeper) runs every
+// AccessCollectInterval, on each account's buckets a bounded pass at a time: a pass
+// that reaches a bound stops there, and the next continues after the last bucket it
+// judged after AccessCollectContinue.
+const (
+	// MoveSweepMaxBuckets is how many buckets one pass reads the tags of, per
+	// account (endpoint and key).
+	MoveSweepMaxBuckets = 200
+	// MoveSweepMaxWrites is how many buckets one pass thaws or releases, per account.
+	MoveSweepMaxWrites = 20
+	// MoveSweepPassTimeout bounds one pass over one account (every call has its own
+	// deadline too).
+	MoveSweepPassTimeout = time.Minute
+	// MoveSweepRequestsPerSecond and MoveSweepBurst pace the sweep's requests to one
+	// store; a store with a request budget gets at most MoveSweepShareOfBudget of it.
+	MoveSweepRequestsPerSecond = 10
+	MoveSweepBurst             = 10
+	MoveSweepShareOfBudget     = 0.1
+	// MoveSweepRecheck is how long a bucket found to be no leftover (released,
+	// another cluster's, or the home a gone claim abandoned) is not read again, unless
+	// a claim names it meanwhile. A bucket of a live claim is not read again while that
+	// claim lives.
+	MoveSweepRecheck = 30 * time.Minute
+	// MoveSweepStaleGrace: the movers' objects of a live claim's earlier move are
+	// deleted only when two sweeps at least this far apart found them stale, so a
+	// move whose status is not written yet (a pass takes up to ReconcileTimeout) is
+	// never taken for an old one.
+	MoveSweepStaleGrace = ReconcileTimeout + time.Minute
+	// MoveSweepJobStopGrace is how long after a mover Job's deletion, its status
+	// counting no pod left, the buckets of its move are touched: its pods had their
+	// grace period (10 s) to stop.
+	MoveSweepJobStopGrace = 30 * time.Second
+)
+
 // MaxReconcilesPerStore is the default cap on the StorageBucket reconciles one store may
 // have in flight while there are two or more stores: three quarters of concurrency and
 // always at least one worker less, so other stores keep at least one (with concurrency 1

@@ -315,12 +315,12 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 	}); err != nil {
 		return fmt.Errorf("setting up the access collector: %w", err)
 	}
-	runner, err := setupMover(mgr, opts)
+	movers, err := setupMover(mgr, opts)
 	if err != nil {
 		return err
 	}
-	if err := (&storagebucket.Reconciler{
-		Mover: runner,
+	buckets := &storagebucket.Reconciler{
+		Mover: movers.runner,
 		OnMoveProgress: func(ns, name string, m *bkv1.MoveStatus) {
 			metrics.SetMoveProgress(ns, name, m.CopiedBytes, m.CopiedObjects, m.ObjectsLeft)
 		},
@@ -340,8 +340,25 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 			metrics.SetDeletionBlocked(key.Namespace, key.Name, since)
 		},
 		CreateSettleTime: opts.CreateSettleTime,
-	}).SetupWithManager(mgr, opts.Concurrency); err != nil {
+	}
+	if err := buckets.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the StorageBucket controller: %w", err)
+	}
+	// What a move whose claim is gone left behind is swept on the access collector's
+	// schedule.
+	if err := mgr.Add(&storagebucket.MoveSweeper{
+		Reconciler: buckets,
+		APIReader:  mgr.GetAPIReader(),
+		Direct:     movers.direct,
+		Namespace:  movers.namespace,
+		Runner:     movers.runner,
+		Recorder:   mgr.GetEventRecorder("bucketkeeper-move-sweeper"),
+		Clock:      opts.Clock,
+		Interval:   opts.AccessCollectInterval,
+		Leases:     leases,
+		Observe:    metrics.ObserveS3,
+	}); err != nil {
+		return fmt.Errorf("setting up the move sweeper: %w", err)
 	}
 	return nil
 }
@@ -405,33 +422,45 @@ func metricsOptions(opts Options) metricsserver.Options {
 	return o
 }
 
+// movers is what setupMover hands the controllers: the runner of moves (nil: moves
+// are refused), and the client and namespace of the movers' objects.
+type movers struct {
+	runner    mover.Runner
+	direct    client.Client
+	namespace string
+}
+
 // setupMover builds the runner of moves between stores: Indexed Jobs of mover pods
-// (MoverJob) or the mover in goroutines of this process, its checkpoints in ConfigMaps of the operator's namespace, read and
-// written without a cache (the operator watches no ConfigMaps). nil refuses moves.
-func setupMover(mgr manager.Manager, opts Options) (mover.Runner, error) {
+// (MoverJob) or the mover in goroutines of this process, its checkpoints and each
+// move's record (mover.Recorded) in ConfigMaps of the operator's namespace, read and
+// written without a cache (the operator watches no ConfigMaps).
+func setupMover(mgr manager.Manager, opts Options) (movers, error) {
 	if opts.Mover == MoverNone {
-		return nil, nil
+		return movers{}, nil
 	}
 	ns, err := opts.moverNamespace()
 	if err != nil {
 		if opts.Mover == "" {
 			ctrl.Log.Info("moves between stores are refused: " + err.Error())
-			return nil, nil
+			return movers{}, nil
 		}
-		return nil, err
+		return movers{}, err
 	}
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
-		return nil, fmt.Errorf("building the movers' client: %w", err)
+		return movers{}, fmt.Errorf("building the movers' client: %w", err)
+	}
+	recorded := func(r mover.Runner) movers {
+		return movers{runner: &mover.Recorded{Runner: r, Client: direct, Namespace: ns}, direct: direct, namespace: ns}
 	}
 	checkpoints := &mover.ConfigMapCheckpoints{Client: direct, Namespace: ns}
 	if opts.Mover == MoverJob {
 		resources, err := opts.moverResources()
 		if err != nil {
-			return nil, err
+			return movers{}, err
 		}
-		return &mover.Jobs{Client: direct, Checkpoints: checkpoints, Namespace: ns, Image: opts.MoverImage,
-			ServiceAccount: opts.MoverServiceAccount, Parallelism: int32(opts.MoverParallelism), Resources: resources}, nil
+		return recorded(&mover.Jobs{Client: direct, Checkpoints: checkpoints, Namespace: ns, Image: opts.MoverImage,
+			ServiceAccount: opts.MoverServiceAccount, Parallelism: int32(opts.MoverParallelism), Resources: resources}), nil
 	}
 	runner := &mover.InProcess{
 		Checkpoints: checkpoints,
@@ -444,5 +473,5 @@ func setupMover(mgr manager.Manager, opts Options) (mover.Runner, error) {
 		runner.Close()
 		return nil
 	}))
-	return runner, err
+	return recorded(runner), err
 }

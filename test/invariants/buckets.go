@@ -44,6 +44,19 @@ func checkBuckets(ctx context.Context, snap *snapshot, view StoreView, clusterID
 		if v := bucketOwned(snap, view.Name, name, tags, types.UID(claimUID), o); v != "" {
 			out = append(out, Violation{Invariant: BucketOwned, Object: object, Found: v})
 		}
+		if claimUID == "" {
+			continue // released: frozen or moved, it is no claim's any more
+		}
+		policy, err := view.S3.GetBucketPolicy(ctx, name)
+		switch {
+		case s3.KindOf(err) == s3.KindNotFound:
+		case err != nil:
+			out = append(out, unreadable(object, fmt.Errorf("reading the policy: %w", err)))
+		default:
+			if v := copyAccounted(snap, view.Name, tags, claimUID, policy); v != "" {
+				out = append(out, Violation{Invariant: CopyAccounted, Object: object, Found: v})
+			}
+		}
 	}
 	for i := range snap.buckets {
 		sb := &snap.buckets[i]

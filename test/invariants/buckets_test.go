@@ -124,3 +124,78 @@ func TestBucketsOfAMovingClaim(t *testing.T) {
 	w.sb.Status.Move.TargetKeptOn, w.sb.Status.Move.TargetKeptUntil = "", nil
 	expectOnly(t, w.check(t), BucketOwned, "bucket "+store+"/bk-tenant-a-data", "whose store is store-b")
 }
+
+// TestFrozenOrMovedCopies: a bucket a move froze, or tagged as moved, of a claim that is
+// gone and not released (its finalizer stripped mid-move, or after it) is reported,
+// whatever the caller says of the claim's deletion policy; one the live claim records
+// as left behind on this store, or as the source it moves out of, is not, nor a
+// released one.
+func TestFrozenOrMovedCopies(t *testing.T) {
+	freeze := `{"Version":"2012-10-17","Statement":[{"Sid":"` + bkv1.MoveFreezeSid + `","Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}]}`
+	bucket := "bk-tenant-a-data"
+	for _, tc := range []struct {
+		name     string
+		plant    func(w *world)
+		fragment string // "" for no finding
+	}{
+		{"gone claim's frozen source", func(w *world) {
+			w.policies(bucket, freeze)
+			w.goneClaim()
+		}, "frozen by a move"},
+		{"gone claim's copy left behind", func(w *world) {
+			w.s3.buckets[bucket][bkv1.TagMovedTo] = "store-b/" + bucket
+			w.policies(bucket, freeze)
+			w.goneClaim()
+		}, "which no longer exists"},
+		{"live claim records no copy here", func(w *world) {
+			w.s3.buckets[bucket][bkv1.TagMovedTo] = "store-b/" + bucket
+		}, "records no copy left on this store"},
+		{"live claim's copy left behind", func(w *world) {
+			w.s3.buckets[bucket][bkv1.TagMovedTo] = "store-b/" + bucket
+			w.policies(bucket, freeze)
+			w.sb.Status.LeftBehind = []string{store}
+			w.sb.Status.ObjectStore, w.sb.Spec.ObjectStoreRef.Name = "store-b", "store-b"
+			w.sb.Status.Conditions = nil // Ready on store-b, not judged here
+		}, ""},
+		{"live claim's source at its cutover", func(w *world) {
+			w.policies(bucket, freeze)
+			w.sb.Status.Move = &bkv1.MoveStatus{ID: moveIDOf(w.sb, "1"), From: store, To: "store-b", Phase: bkv1.MoveCuttingOver}
+			w.sb.Spec.ObjectStoreRef.Name = "store-b"
+		}, ""},
+		{"released copy", func(w *world) {
+			w.s3.buckets["released"][bkv1.TagMovedTo] = "store-b/released"
+			w.policies("released", freeze)
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			tc.plant(w)
+			var got []Violation
+			for _, v := range Check(t.Context(), fakeClient(w), viewsOf(w), cluster, Retained(func(types.UID) bool { return true })) {
+				if v.Invariant == CopyAccounted {
+					got = append(got, v)
+				}
+			}
+			if tc.fragment == "" {
+				expectNone(t, got)
+				return
+			}
+			expectOnly(t, got, CopyAccounted, "bucket "+store+"/"+bucket, tc.fragment)
+		})
+	}
+}
+
+func (w *world) policies(bucket, doc string) {
+	if w.s3.policies == nil {
+		w.s3.policies = map[string]string{}
+	}
+	w.s3.policies[bucket] = doc
+}
+
+// goneClaim removes the claim (its finalizer stripped) and what only it kept alive.
+func (w *world) goneClaim() {
+	w.without(string(w.sb.UID), "data-bucket")
+	w.ba.Spec.Buckets = nil
+	w.without(string(w.ba.UID), "app-key")
+	delete(w.iam.users, userOf(w.ba))
+}

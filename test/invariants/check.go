@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -24,6 +25,8 @@ const (
 	IdentityGranted   Invariant = "IdentityGranted"
 	SecretOwned       Invariant = "SecretOwned"
 	DeletionExplained Invariant = "DeletionExplained"
+	MoverOwned        Invariant = "MoverOwned"
+	CopyAccounted     Invariant = "CopyAccounted"
 	Unreadable        Invariant = "Unreadable"
 )
 
@@ -69,7 +72,7 @@ func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID s
 		opt(&o)
 	}
 	var out []Violation
-	snap, err := readCluster(ctx, c)
+	snap, err := readCluster(ctx, c, o)
 	if err != nil {
 		return []Violation{{Invariant: Unreadable, Object: "cluster", Found: err.Error()}}
 	}
@@ -81,6 +84,7 @@ func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID s
 	}
 	out = append(out, checkSecrets(snap)...)
 	out = append(out, checkDeletions(snap)...)
+	out = append(out, checkMovers(snap, o.moverNamespace)...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Invariant != out[j].Invariant {
 			return out[i].Invariant < out[j].Invariant
@@ -94,7 +98,15 @@ func Check(ctx context.Context, c client.Reader, stores []StoreView, clusterID s
 type Option func(*options)
 
 type options struct {
-	retained func(claimUID types.UID) bool
+	retained       func(claimUID types.UID) bool
+	moverNamespace string
+}
+
+// MoverNamespace is the namespace the operator's movers keep a move's Jobs, Secrets and
+// ConfigMaps in (--mover-namespace, by default the operator's own): MoverOwned is held
+// over it. Without it, MoverOwned is not judged.
+func MoverNamespace(namespace string) Option {
+	return func(o *options) { o.moverNamespace = namespace }
 }
 
 // Retained names the StorageBuckets, by UID, whose deletion may leave their bucket as
@@ -120,9 +132,12 @@ type snapshot struct {
 	bucketByUID map[types.UID]*bkv1.StorageBucket
 	bucketByKey map[types.NamespacedName]*bkv1.StorageBucket
 	accessByUID map[types.UID]*bkv1.BucketAccess
+	// moves are the movers' objects in the mover namespace, by move ID (nil when the
+	// caller named no namespace).
+	moves map[string]*mover.Leftovers
 }
 
-func readCluster(ctx context.Context, c client.Reader) (*snapshot, error) {
+func readCluster(ctx context.Context, c client.Reader, o options) (*snapshot, error) {
 	sbs := &bkv1.StorageBucketList{}
 	bas := &bkv1.BucketAccessList{}
 	oss := &bkv1.ObjectStoreList{}
@@ -163,6 +178,13 @@ func readCluster(ctx context.Context, c client.Reader) (*snapshot, error) {
 	}
 	for i := range s.accesses {
 		s.accessByUID[s.accesses[i].UID] = &s.accesses[i]
+	}
+	if o.moverNamespace != "" {
+		moves, err := mover.ListMoves(ctx, c, o.moverNamespace)
+		if err != nil {
+			return nil, err
+		}
+		s.moves = moves
 	}
 	return s, nil
 }

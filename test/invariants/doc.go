@@ -21,6 +21,15 @@
 //     live BucketAccess, holds only the keys its status names, and its policies reach
 //     only what the access grants now: buckets of Ready StorageBuckets on this store, in a
 //     namespace the store admits, with the actions of the grant's mode.
+//     So does every IAM role of this cluster (keyless access): it belongs to a live
+//     keyless BucketAccess that grants on this store, or records this very role.
+//   - CopyAccounted: a bucket of this cluster that a move froze (its policy holds the
+//     MoveFreezeSid statement) or tagged bucketkeeper.io/moved-to belongs to a live
+//     claim that records it (status.leftBehind, or the source of its move under way),
+//     or is released; a gone claim's is a leak, whatever its deletion policy.
+//   - MoverOwned: every mover Job, Secret and ConfigMap in the mover namespace (the
+//     caller names it: MoverNamespace) belongs to a live claim's current move that has
+//     not ended.
 //   - SecretOwned: every Secret the operator wrote (labelled app.kubernetes.io/managed-by)
 //     is controlled by a live StorageBucket or BucketAccess that still names it.
 //   - DeletionExplained: no StorageBucket or BucketAccess waits on the operator's

@@ -28,11 +28,20 @@ const (
 	tenant  = "tenant-a"
 )
 
-// fakeS3 is a store's buckets and their tags; only the two calls the checker makes work.
+// fakeS3 is a store's buckets, their tags and policies; only the calls the checker
+// makes work.
 type fakeS3 struct {
 	s3.Client // nil: any other call panics
 	buckets   map[string]map[string]string
+	policies  map[string]string
 	listErr   error
+}
+
+func (f *fakeS3) GetBucketPolicy(_ context.Context, bucket string) (string, error) {
+	if _, ok := f.buckets[bucket]; !ok {
+		return "", &s3.Error{Kind: s3.KindNotFound}
+	}
+	return f.policies[bucket], nil
 }
 
 func (f *fakeS3) ListBuckets(context.Context) ([]string, error) {
@@ -50,8 +59,13 @@ func (f *fakeS3) GetBucketTagging(_ context.Context, bucket string) (map[string]
 	return tags, nil
 }
 
-// fakeIAM is a store's IAM users: keys and inline policies of each.
-type fakeIAM struct{ users map[string]*fakeUser }
+// fakeIAM is a store's IAM users (keys and inline policies of each) and roles.
+type fakeIAM struct {
+	users map[string]*fakeUser
+	roles []string
+}
+
+func (f *fakeIAM) Roles(context.Context) ([]string, error) { return f.roles, nil }
 
 type fakeUser struct {
 	keys     []string

@@ -31,7 +31,7 @@ func checkIdentities(ctx context.Context, snap *snapshot, view StoreView, cluste
 			byUser[legacy] = ba
 		}
 	}
-	var out []Violation
+	out := checkRoles(ctx, snap, view, clusterID)
 	for _, user := range users {
 		ba := byUser[user]
 		if ba == nil && !iam.OwnedUserName(clusterID, user) {
@@ -200,4 +200,60 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// checkRoles holds IdentityGranted over the IAM roles of one store, where its reader
+// reads them: every role of this cluster (the operator makes one per keyless
+// BucketAccess, named as it names users) belongs to a live keyless BucketAccess whose
+// spec grants on this store, or whose status records this very role (one IAM account
+// behind two stores).
+func checkRoles(ctx context.Context, snap *snapshot, view StoreView, clusterID string) []Violation {
+	reader, ok := view.IAM.(RoleReader)
+	if !ok {
+		return nil
+	}
+	roles, err := reader.Roles(ctx)
+	if errors.Is(err, ErrNoRoles) {
+		return nil
+	}
+	if err != nil {
+		return []Violation{unreadable("store "+view.Name, fmt.Errorf("listing IAM roles: %w", err))}
+	}
+	byName := map[string]*bkv1.BucketAccess{}
+	for i := range snap.accesses {
+		ba := &snap.accesses[i]
+		byName[iam.UserName(clusterID, string(ba.UID))] = ba
+	}
+	var out []Violation
+	for _, role := range roles {
+		ba := byName[role]
+		if ba == nil && !iam.OwnedUserName(clusterID, role) {
+			continue // not this cluster's
+		}
+		if found := judgeRole(snap, view.Name, role, ba); found != "" {
+			out = append(out, Violation{Invariant: IdentityGranted, Object: "role " + view.Name + "/" + role, Found: found})
+		}
+	}
+	return out
+}
+
+// judgeRole says what is wrong with one of this cluster's roles on store, whose access
+// (nil when none) is ba ("" if nothing).
+func judgeRole(snap *snapshot, store, role string, ba *bkv1.BucketAccess) string {
+	if ba == nil {
+		return "belongs to no live BucketAccess"
+	}
+	access := "BucketAccess " + ba.Namespace + "/" + ba.Name
+	grantedOn, _ := grantsNow(snap, ba)
+	switch {
+	case !ba.DeletionTimestamp.IsZero():
+		return access + " is being deleted, and its role is still here"
+	case ba.Spec.ServiceAccountName == "":
+		return access + " asks for a key, not a role, and the role is still here"
+	case grantedOn == store:
+		return ""
+	case ba.Status.RoleARN != "" && strings.HasSuffix(ba.Status.RoleARN, "/"+role):
+		return "" // the same role, seen through another store of its account
+	}
+	return fmt.Sprintf("%s grants nothing on this store (its grant is on %q), and its role is still here", access, grantedOn)
 }

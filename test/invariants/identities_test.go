@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,4 +99,43 @@ func TestUserLeftOnAStoreTheAccessLeft(t *testing.T) {
 	w.sb.Spec.ObjectStoreRef.Name = "store-b"
 	delete(w.s3.buckets, "bk-tenant-a-data") // the bucket moved with its claim
 	expectOnly(t, w.check(t), IdentityGranted, "user "+store+"/"+userOf(w.ba), `its grant is on "store-b"`)
+}
+
+// TestStrayRole: the roles of keyless accesses are identities too. A role named as this
+// cluster names them whose access is gone, is being deleted, asks for a key, or grants
+// on another store is reported; a live keyless access's role is not, nor another
+// cluster's.
+func TestStrayRole(t *testing.T) {
+	keyless := func(w *world) {
+		w.ba.Spec.ServiceAccountName = "app"
+		w.ba.Status.AccessKeyID = ""
+		delete(w.iam.users, userOf(w.ba))
+		w.iam.roles = []string{userOf(w.ba), iam.UserName("other", "44444444-4444-4444-4444-444444444444")}
+	}
+	w := newWorld(t)
+	keyless(w)
+	expectNone(t, w.check(t))
+
+	for _, tc := range []struct {
+		name, fragment string
+		breach         func(w *world)
+	}{
+		{"access gone", "no live BucketAccess", func(w *world) { w.without(string(w.ba.UID), "app-key") }},
+		{"access deleting", "being deleted", func(w *world) { deleting(w.ba) }},
+		{"access asks for a key", "asks for a key", func(w *world) { w.ba.Spec.ServiceAccountName = "" }},
+		{"grant elsewhere", "grants nothing on this store", func(w *world) { w.sb.Spec.ObjectStoreRef.Name = "store-b" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			keyless(w)
+			tc.breach(w)
+			var got []Violation
+			for _, v := range w.check(t) {
+				if strings.HasPrefix(v.Object, "role ") {
+					got = append(got, v)
+				}
+			}
+			expectOnly(t, got, IdentityGranted, "role "+store+"/"+userOf(w.ba), tc.fragment)
+		})
+	}
 }

@@ -26,6 +26,16 @@ type IAMReader interface {
 	Policies(ctx context.Context, user string) (map[string]string, error)
 }
 
+// RoleReader is the read side of a store's IAM roles, which an IAMReader may have too:
+// the operator makes a role per keyless BucketAccess.
+type RoleReader interface {
+	// Roles lists every role name, all pages; ErrNoRoles where the store has no roles.
+	Roles(ctx context.Context) ([]string, error)
+}
+
+// ErrNoRoles: the store's IAM has no roles (it answers ListRoles NotImplemented).
+var ErrNoRoles = errors.New("the store's IAM has no roles")
+
 // ErrNoSuchUser: the user was deleted since it was listed.
 var ErrNoSuchUser = errors.New("no such IAM user")
 
@@ -35,7 +45,10 @@ const callTimeout = 20 * time.Second
 // SDKIAM reads an IAM endpoint through the AWS SDK client c (the store admin's).
 type SDKIAM struct{ Client *awsiam.Client }
 
-var _ IAMReader = SDKIAM{}
+var (
+	_ IAMReader  = SDKIAM{}
+	_ RoleReader = SDKIAM{}
+)
 
 func (r SDKIAM) Users(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -55,6 +68,35 @@ func (r SDKIAM) Users(ctx context.Context) ([]string, error) {
 		}
 		for _, u := range out.Users {
 			names = append(names, aws.ToString(u.UserName))
+		}
+		next := aws.ToString(out.Marker)
+		if !out.IsTruncated || next == "" || next == marker {
+			return names, nil
+		}
+		marker = next
+	}
+}
+
+// Roles lists every role name, by hand as Users does.
+func (r SDKIAM) Roles(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var names []string
+	marker := ""
+	for {
+		in := &awsiam.ListRolesInput{MaxItems: aws.Int32(1000)}
+		if marker != "" {
+			in.Marker = aws.String(marker)
+		}
+		out, err := r.Client.ListRoles(ctx, in)
+		if err != nil {
+			if notImplemented(err) {
+				return nil, ErrNoRoles
+			}
+			return nil, err
+		}
+		for _, role := range out.Roles {
+			names = append(names, aws.ToString(role.RoleName))
 		}
 		next := aws.ToString(out.Marker)
 		if !out.IsTruncated || next == "" || next == marker {

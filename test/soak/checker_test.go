@@ -12,14 +12,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsiam "github.com/aws/aws-sdk-go-v2/service/iam"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/invariants"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -41,15 +44,17 @@ func TestCheckerFindsEachBreach(t *testing.T) {
 	must(t, k8s.Create(ctx, ns))
 	t.Cleanup(func() { removePlanted(t, ns.Name) })
 
-	p := &planted{t: t, ctx: ctx, cluster: id, ns: ns, want: map[string]string{}}
+	p := &planted{t: t, ctx: ctx, cluster: id, ns: ns, want: map[string]string{}, retained: map[types.UID]bool{}}
 	var views []invariants.StoreView
 	for _, srv := range servers {
 		views = append(views, p.plantOnStore(srv))
 	}
 	p.plantInCluster()
 
+	// The frozen copy of a gone claim is reported whatever its deletion policy was.
+	retained := invariants.Retained(func(uid types.UID) bool { return p.retained[uid] })
 	got := map[string]invariants.Violation{}
-	for _, v := range invariants.Check(ctx, k8s, views, id) {
+	for _, v := range invariants.Check(ctx, k8s, views, id, invariants.MoverNamespace(ns.Name), retained) {
 		if v.Invariant == invariants.Unreadable {
 			t.Errorf("the checker could not read: %s", v)
 		}
@@ -80,7 +85,7 @@ func TestCheckerFindsEachBreach(t *testing.T) {
 		Message:            "bucket x is not empty; to abandon the bucket instead, annotate this StorageBucket " + bkv1.AnnotationDeletionPolicy + "=" + bkv1.DeletionPolicyOrphan,
 		LastTransitionTime: metav1.Now()}}
 	must(t, k8s.Status().Update(ctx, stuck))
-	for _, v := range invariants.Check(ctx, k8s, views, id) {
+	for _, v := range invariants.Check(ctx, k8s, views, id, invariants.MoverNamespace(ns.Name), retained) {
 		if v.Object == "storagebucket "+ns.Name+"/stuck" {
 			t.Errorf("an explained deletion was reported: %s", v)
 		}
@@ -95,6 +100,8 @@ type planted struct {
 	cluster string
 	ns      *corev1.Namespace
 	want    map[string]string
+	// retained: the gone claims the test says were deleted with Retain.
+	retained map[types.UID]bool
 }
 
 func (p *planted) mine(object string) bool {
@@ -152,7 +159,55 @@ func (p *planted) plantOnStore(srv *testenv.S3Server) invariants.StoreView {
 	// A user named as this cluster names them, of no access.
 	stray := p.user(iamc, iam.UserName(p.cluster, string(uuid.NewUUID())), []iam.Grant{{Bucket: leaked, Mode: iam.ReadWrite}}, nil)
 	p.want[object("user", stray)] = "belongs to no live BucketAccess"
+
+	// A copy a move left behind, frozen, of a claim that is gone (deleted with Retain,
+	// as the test says), not released; and one released.
+	gone := uuid.NewUUID()
+	p.retained[gone] = true
+	copyTags := func(uid string) map[string]string {
+		return map[string]string{bkv1.TagCluster: p.cluster, bkv1.TagClaim: p.ns.Name + "/moved", bkv1.TagUID: uid, bkv1.TagMovedTo: "elsewhere/" + name}
+	}
+	frozen := bucket("frozen", copyTags(string(gone)+"/"+nsUID))
+	p.freeze(admin, frozen)
+	p.want[object("bucket", frozen)] = "frozen by a move"
+	releasedCopy := bucket("copy", copyTags("/"+nsUID))
+	p.freeze(admin, releasedCopy)
+	p.want[object("bucket", releasedCopy)] = ""
+
+	// A role named as this cluster names them, of no access, where the store has roles.
+	role := iam.UserName(p.cluster, string(uuid.NewUUID()))
+	if p.role(iamc, role) {
+		p.want[object("role", role)] = "belongs to no live BucketAccess"
+	}
 	return view
+}
+
+// freeze puts a move's freeze into bucket's policy, as the cutover does.
+func (p *planted) freeze(admin s3.Client, bucket string) {
+	doc := `{"Version":"2012-10-17","Statement":[{"Sid":"` + bkv1.MoveFreezeSid + `","Effect":"Deny","Principal":"*","Action":["s3:PutObject","s3:DeleteObject"],"Resource":["arn:aws:s3:::` + bucket + `/*"]}]}`
+	must(p.t, admin.PutBucketPolicy(p.ctx, bucket, doc))
+	p.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = admin.DeleteBucketPolicy(ctx, bucket)
+	})
+}
+
+// role makes an IAM role, as the operator makes one for a keyless access, and says
+// whether the store has roles at all.
+func (p *planted) role(c *awsiam.Client, name string) bool {
+	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Federated":["arn:aws:iam:::oidc-provider/issuer.test"]},"Action":["sts:AssumeRoleWithWebIdentity"]}]}`
+	_, err := c.CreateRole(p.ctx, &awsiam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(trust)})
+	if err != nil {
+		p.t.Logf("no role planted (%v): the store's IAM makes none for this account", err)
+		return false
+	}
+	p.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = c.DeleteRole(ctx, &awsiam.DeleteRoleInput{RoleName: aws.String(name)})
+	})
+	return true
 }
 
 // readyClaim makes a StorageBucket on store whose status says it is Ready with bucket.
@@ -229,9 +284,44 @@ func (p *planted) plantInCluster() {
 	must(t, k8s.Create(ctx, stuck))
 	must(t, k8s.Delete(ctx, stuck))
 	p.want["storagebucket "+ns+"/stuck"] = "no Ready condition"
+
+	// The movers' objects (the test's namespace stands for the operator's): those of a
+	// move whose claim is gone, each reported, and those of a live claim's move.
+	moving := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving"},
+		Spec: bkv1.StorageBucketSpec{ObjectStoreRef: bkv1.ObjectStoreReference{Name: p.cluster + "-" + string(servers[0].Kind)}}}
+	must(t, k8s.Create(ctx, moving))
+	current := strings.ReplaceAll(string(moving.UID), "-", "") + "-1"
+	moving.Status.Move = &bkv1.MoveStatus{ID: current, From: moving.Spec.ObjectStoreRef.Name, To: "elsewhere", Phase: bkv1.MoveCopying}
+	must(t, k8s.Status().Update(ctx, moving))
+	for _, objs := range [][]string{p.moverObjects(current), p.moverObjects(strings.ReplaceAll(string(uuid.NewUUID()), "-", "") + "-1")} {
+		fragment := "no longer exists"
+		if strings.Contains(objs[0], current) {
+			fragment = ""
+		}
+		for _, object := range objs {
+			p.want[object] = fragment
+		}
+	}
 	if !slices.Contains(stuck.Finalizers, bkv1.Finalizer) {
 		t.Fatal("the stuck claim lost its finalizer")
 	}
+}
+
+// moverObjects makes, in the test's namespace, what the Jobs runner and the records
+// make for move id (a Job, its spec, the keys' Secret, the record) and a checkpoint,
+// and returns them as the checker names them.
+func (p *planted) moverObjects(id string) []string {
+	t, ctx, ns := p.t, p.ctx, p.ns.Name
+	jobs := &mover.Jobs{Client: k8s, Checkpoints: &mover.ConfigMapCheckpoints{Client: k8s, Namespace: ns}, Namespace: ns, Image: "bucketkeeper:test", ServiceAccount: "movers"}
+	runner := &mover.Recorded{Runner: jobs, Client: k8s, Namespace: ns}
+	spec := mover.Spec{MoveID: id, Mode: mover.ModeCopy, Pass: 2,
+		Source: mover.Bucket{Endpoint: servers[0].Endpoint, Bucket: "src"}, Target: mover.Bucket{Endpoint: servers[1].Endpoint, Bucket: "tgt"}}
+	keys := mover.Credentials{AccessKeyID: "placeholder", SecretAccessKey: "placeholder"}
+	must(t, runner.Start(ctx, mover.Move{Spec: spec, Source: keys, Target: keys}))
+	must(t, jobs.Checkpoints.Save(ctx, &mover.Checkpoint{MoveID: id, Shard: 0, Pass: 2, Mode: mover.ModeCopy}))
+	return []string{"job " + ns + "/" + mover.JobName(id, 2), "configmap " + ns + "/" + mover.JobName(id, 2),
+		"secret " + ns + "/" + bkv1.MoveCheckpointPrefix + id + "-credentials", "configmap " + ns + "/" + mover.RecordName(id),
+		"configmap " + ns + "/" + mover.CheckpointName(id, 0)}
 }
 
 // removePlanted deletes the test's namespace with everything in it, the finalizers of
@@ -250,7 +340,7 @@ func removePlanted(t *testing.T, name string) {
 			_ = k8s.Update(ctx, sb)
 		}
 	}
-	for _, obj := range []client.Object{&bkv1.StorageBucket{}, &bkv1.BucketAccess{}, &corev1.Secret{}} {
+	for _, obj := range []client.Object{&bkv1.StorageBucket{}, &bkv1.BucketAccess{}, &corev1.Secret{}, &corev1.ConfigMap{}, &batchv1.Job{}} {
 		if err := k8s.DeleteAllOf(ctx, obj, client.InNamespace(name)); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}

@@ -211,7 +211,9 @@ func (r *rig) waitStoreReady(ctx context.Context, sr *storeRig) {
 
 // check runs the checker on the cluster and every store.
 func (r *rig) check(ctx context.Context) []invariants.Violation {
-	return invariants.Check(ctx, k8s, r.views(), r.clusterID, invariants.Retained(func(uid types.UID) bool {
+	// The replicas run their movers in process, keeping a move's objects in their
+	// leader-election namespace.
+	return invariants.Check(ctx, k8s, r.views(), r.clusterID, invariants.MoverNamespace(systemNamespace), invariants.Retained(func(uid types.UID) bool {
 		_, ok := r.retained.Load(uid)
 		return ok
 	}))

@@ -27,6 +27,9 @@
 //     its share of their request budgets (move_queue.go), and a cancelled move's
 //     target kept to resume it (move_keep.go).
 //
+// Beside the passes, MoveSweeper (sweep.go, sweep_moves.go, sweep_buckets.go) removes
+// what a move whose claim is gone left behind, on the access collector's schedule.
+//
 // setup.go wires the watches; requester.go turns a webhook's probe request into a
 // pass. It imports no other reconciler.
 package storagebucket
