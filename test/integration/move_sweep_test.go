@@ -287,11 +287,11 @@ func moveObjectsLeft(ctx context.Context, id string) error {
 // must release, which it reaches after them (name order).
 type bystanders struct {
 	admin  s3.Client
-	before map[string]bucketState
+	before map[string]bystanderState
 	canary string
 }
 
-type bucketState struct {
+type bystanderState struct {
 	tags    map[string]string
 	policy  string
 	objects []string
@@ -304,7 +304,7 @@ func plantBystanders(t *testing.T, f *fixture, bucket, goneUID, liveUID string) 
 		"Sid": bkv1.MoveFreezeSid, "Effect": "Deny", "Principal": "*", "Action": []string{"s3:PutObject", "s3:DeleteObject"},
 		"Resource": []string{"arn:aws:s3:::" + bucket + "/*"}}}})
 	must(t, err)
-	b := &bystanders{admin: admin, before: map[string]bucketState{}, canary: bucket + "-zz-canary"}
+	b := &bystanders{admin: admin, before: map[string]bystanderState{}, canary: bucket + "-zz-canary"}
 	plant := func(name string, tags map[string]string, frozen bool) {
 		must(t, admin.CreateBucket(f.ctx, name, ""))
 		t.Cleanup(func() {
@@ -334,7 +334,7 @@ func plantBystanders(t *testing.T, f *fixture, bucket, goneUID, liveUID string) 
 	return b
 }
 
-func (b *bystanders) state(t *testing.T, ctx context.Context, name string) bucketState {
+func (b *bystanders) state(t *testing.T, ctx context.Context, name string) bystanderState {
 	t.Helper()
 	tags, err := b.admin.GetBucketTagging(ctx, name)
 	must(t, err)
@@ -347,7 +347,7 @@ func (b *bystanders) state(t *testing.T, ctx context.Context, name string) bucke
 		objects = append(objects, v.Key+"@"+v.VersionID)
 	}
 	slices.Sort(objects)
-	return bucketState{tags: tags, policy: policy, objects: objects}
+	return bystanderState{tags: tags, policy: policy, objects: objects}
 }
 
 // check waits for the canary's release, then finds every bystander as it was.
