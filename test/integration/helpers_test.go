@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -173,4 +175,29 @@ func (f *fixture) tenantNamespace(prefix string) *corev1.Namespace {
 func (f *fixture) bucketIn(namespace, name string, mutate ...func(*bkv1.StorageBucket)) *bkv1.StorageBucket {
 	f.t.Helper()
 	return f.bucket(name, append([]func(*bkv1.StorageBucket){func(sb *bkv1.StorageBucket) { sb.Namespace = namespace }}, mutate...)...)
+}
+
+// movesIndexed is a direct client that answers the move queue's lookup by the
+// IndexStorageBucketMoving index, which the API server does not serve (the manager's
+// cache does): for a test that drives a Reconciler of its own through a move.
+type movesIndexed struct{ client.WithWatch }
+
+func (c movesIndexed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	sbs, ok := list.(*bkv1.StorageBucketList)
+	if !ok || lo.FieldSelector == nil {
+		return c.WithWatch.List(ctx, list, opts...)
+	}
+	want, ok := lo.FieldSelector.RequiresExactMatch(reconcile.IndexStorageBucketMoving)
+	if !ok {
+		return c.WithWatch.List(ctx, list, opts...)
+	}
+	all := &bkv1.StorageBucketList{}
+	if err := c.WithWatch.List(ctx, all, &client.ListOptions{Namespace: lo.Namespace, LabelSelector: lo.LabelSelector}); err != nil {
+		return err
+	}
+	sbs.Items = slices.DeleteFunc(all.Items, func(sb bkv1.StorageBucket) bool {
+		return !slices.Contains(reconcile.MovingStores(&sb), want)
+	})
+	return nil
 }

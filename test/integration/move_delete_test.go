@@ -117,7 +117,7 @@ func TestOrphanMidMoveSendsNothing(t *testing.T) {
 	runner := &mover.InProcess{Checkpoints: &mover.ConfigMapCheckpoints{Client: k8s, Namespace: moverNamespace},
 		Observe: func(side, op string, status int, err error) { sent.observe("mover "+side, op, status, err) }}
 	t.Cleanup(runner.Close)
-	r := &storagebucket.Reconciler{Client: k8sWatch, Recorder: events.NewFakeRecorder(1000), Clock: clock.RealClock{}, SyncInterval: time.Hour,
+	r := &storagebucket.Reconciler{Client: movesIndexed{k8sWatch}, Recorder: events.NewFakeRecorder(1000), Clock: clock.RealClock{}, SyncInterval: time.Hour,
 		Stores: &stores.Registry{Client: k8s, APIReader: k8s, Factory: s3.New, Observer: sent.observe}, ClusterID: clusterID, Mover: runner}
 	sb := f.bucket("moving", func(sb *bkv1.StorageBucket) { sb.Labels = map[string]string{isolatedLabel: f.ns} })
 	req := ctrl.Request{NamespacedName: objKey(sb)}
