@@ -203,14 +203,6 @@ func TestPacedCancelledMoveResumes(t *testing.T) {
 	}
 }
 
-// longer gives the fixture's calls d instead of its three minutes, for a test that
-// waits on paced moves.
-func (f *fixture) longer(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	f.t.Cleanup(cancel)
-	f.ctx = ctx
-}
-
 // moveWatch follows the moves of the fixture's namespace, each look one consistent
 // List: how many ran at once, and whether a move admitted after the first bound-many
 // was admitted only once another had ended.
