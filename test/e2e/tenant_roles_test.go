@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
-	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -71,7 +70,7 @@ func TestTenantRolesAggregateIntoEditAndView(t *testing.T) {
 		must(t, ignoreExists(k8s.Create(ctx, role)))
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), role) })
 	}
-	startRoleAggregation(t)
+	startControllerManager(t, cfg, "clusterrole-aggregation")
 	waitAggregated(t, ctx, "edit", "storagebuckets", "create")
 	waitAggregated(t, ctx, "view", "bucketaccesses", "list")
 
@@ -150,27 +149,6 @@ func tenantClusterRoles(t *testing.T) []*rbacv1.ClusterRole {
 		t.Fatalf("config/rbac/tenant_roles.yaml holds %d ClusterRoles, want bucketkeeper-edit and bucketkeeper-view", len(roles))
 	}
 	return roles
-}
-
-// startRoleAggregation runs kube-controller-manager with only its ClusterRole
-// aggregation controller against the suite's API server, until the test ends.
-func startRoleAggregation(t *testing.T) {
-	t.Helper()
-	bin, err := localpeers.BinDir("kube-node")
-	must(t, err)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
-	p, err := testenv.StartProcess(filepath.Join(bin, "kube-node"), []string{"kube-controller-manager",
-		"--kubeconfig=" + kubeconfig, "--controllers=clusterrole-aggregation", "--leader-elect=false", "--secure-port=0"},
-		nil, dir, filepath.Join(dir, "kube-controller-manager.log"))
-	must(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kube-controller-manager log:\n%s", testenv.Tail(localpeers.LogTail(filepath.Join(dir, "kube-controller-manager.log")), 4000))
-		}
-		_ = p.Stop()
-	})
 }
 
 // waitAggregated waits until the default ClusterRole role grants verb on resource of

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/localpeers"
 	"github.com/bucketkeeper/bucketkeeper/internal/operator"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
@@ -62,6 +63,29 @@ func newWalk(t *testing.T, opts operator.Options) *walk {
 	t.Cleanup(w.cleanup) // before the manager stops: cleanups run last-in first-out
 	must(t, ignoreExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bucketkeeper-system"}})))
 	return w
+}
+
+// startControllerManager runs kube-controller-manager (the real one, from the test
+// peers) with only the named controllers against the API server cfg reaches, until
+// the test ends: the test control planes run none, and some of what a page says needs
+// one (a ResourceQuota's usage, the aggregation of ClusterRoles).
+func startControllerManager(t *testing.T, cfg *rest.Config, controllers ...string) {
+	t.Helper()
+	bin, err := localpeers.BinDir("kube-node")
+	must(t, err)
+	dir := t.TempDir()
+	kubeconfig, logPath := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "kube-controller-manager.log")
+	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
+	p, err := testenv.StartProcess(filepath.Join(bin, "kube-node"), []string{"kube-controller-manager",
+		"--kubeconfig=" + kubeconfig, "--controllers=" + strings.Join(controllers, ","), "--leader-elect=false", "--secure-port=0"},
+		nil, dir, logPath)
+	must(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kube-controller-manager log:\n%s", testenv.Tail(localpeers.LogTail(logPath), 4000))
+		}
+		_ = p.Stop()
+	})
 }
 
 // store records the admin client of srv for the ObjectStore name.
@@ -137,7 +161,21 @@ func (w *walk) apply(objs []*unstructured.Unstructured) {
 	objs = slices.Clone(objs)
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return kindRank(a.GetKind()) - kindRank(b.GetKind()) })
 	for _, o := range objs {
-		if err := w.c.Patch(w.ctx, o.DeepCopy(), client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+		// A namespace's ResourceQuota refuses what it counts until its controller has
+		// counted: the refusal a reader's kubectl gets for a moment, and retries.
+		var refused error
+		err := pollFor(w, 30*time.Second, func() error {
+			err := w.c.Patch(w.ctx, o.DeepCopy(), client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)
+			if err != nil && !strings.Contains(err.Error(), "status unknown for quota") {
+				refused = err // not worth a retry
+				return nil
+			}
+			return err
+		})
+		if refused != nil {
+			err = refused
+		}
+		if err != nil {
 			w.t.Fatalf("apply %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 		w.applied = append(w.applied, o)
@@ -160,7 +198,7 @@ func (w *walk) waitCurrent(objs []*unstructured.Unstructured, timeout time.Durat
 			continue
 		}
 		var last *status.Result
-		failed := errors.New("Failed")
+		failed := errors.New("kstatus says a person must act")
 		err := testenv.Poll(ctx, func() error {
 			if last != nil && last.Status == status.FailedStatus {
 				return nil // a person must act: no use waiting (reported below)
