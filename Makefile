@@ -61,8 +61,8 @@ api-docs: ## Write docs/reference/api.md from the Go types of api/v1alpha1.
 	  --source-path=../../api/v1alpha1 --output-path=../../$(API_DOCS)
 
 .PHONY: docs
-docs: api-docs ## Write docs/' generated parts: the API reference, and the performance tables from bench/results.
-	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestBenchFigures$$' ./test/docs/
+docs: api-docs ## Write docs/' generated parts: the API reference, the performance tables from bench/results, the table of metrics.
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^(TestBenchFigures|TestMetricsTable)$$' ./test/docs/
 
 ##@ Checks
 

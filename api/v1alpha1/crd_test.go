@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +40,12 @@ func TestSamplesAreAccepted(t *testing.T) {
 		for _, obj := range readObjects(t, file) {
 			if obj.GetKind() == "Kustomization" {
 				continue
+			}
+			if ns := obj.GetNamespace(); ns != "" { // the samples' credentials Secrets live in the operator's
+				err := k8s.Create(testCtx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
 			}
 			t.Run(filepath.Base(file)+"/"+obj.GetName(), func(t *testing.T) {
 				if err := k8s.Create(testCtx(t), obj, client.DryRunAll); err != nil {

@@ -64,7 +64,7 @@ var (
 	// Probes counts probes by verdict reason (ProbeSucceeded, BucketNotFound, ...).
 	Probes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bucketkeeper_probes_total",
-		Help: "Bucket health probes, by store and result.",
+		Help: "Bucket health probes, by store and result (the verdict's reason: ProbeSucceeded, BucketNotFound, AccessDenied, ProbeTimeout, ProbeFailed).",
 	}, []string{"store", "result"})
 
 	// ObjectStoreReady is 1 while a store passes its health check and 0 while it does
@@ -72,7 +72,7 @@ var (
 	// check and after the store is deleted.
 	ObjectStoreReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "bucketkeeper_objectstore_ready",
-		Help: "Whether an ObjectStore passed its last health check (1) or not (0).",
+		Help: "Whether an ObjectStore passed its last health check (1) or not (0); absent before its first check and after its deletion.",
 	}, []string{"store"})
 
 	// BucketDeletionBlocked is, for each StorageBucket whose deletion waits for locked
@@ -98,9 +98,24 @@ var (
 		Name: "bucketkeeper_move_objects_left",
 		Help: "Objects of the source the running pass of a move has not reached yet.",
 	}, []string{"namespace", "name"})
+	// MoveLastProgress is when a running move's figures last changed as the operator
+	// read them: a move whose mover is stuck (its Jobs cannot run) or whose objects
+	// will not copy (MoveFailed) shows here as a time that no longer moves.
+	MoveLastProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_move_last_progress_timestamp_seconds",
+		Help: "Unix time a running move of a StorageBucket last made progress (its copied bytes or objects, or the objects its pass has left, changed); absent when no move runs.",
+	}, []string{"namespace", "name"})
 	MoveWritePause = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "bucketkeeper_move_last_write_pause_seconds",
 		Help: "How long the last cutover of a StorageBucket's move refused writes: from the source's freeze to the connection Secret naming the target.",
+	}, []string{"namespace", "name"})
+
+	// BucketAccessReady is 1 while a BucketAccess is Ready (its key or role issued and
+	// in its Secret) and 0 while it is not; absent once it is deleted. One series per
+	// access, whatever its state: no reason label, whose values would churn.
+	BucketAccessReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_bucketaccess_ready",
+		Help: "Whether a BucketAccess is Ready (1: its key or role is issued and in its Secret) or not (0); absent once it is deleted.",
 	}, []string{"namespace", "name"})
 
 	// ReceiverRequests counts the probe webhook's answers by key and status code. The key
@@ -135,7 +150,7 @@ var (
 	// BucketAvailable is 1 for an available bucket, 0 for an unavailable one and absent
 	// while unknown.
 	BucketAvailable prometheus.Collector = newBucketGauge("bucketkeeper_bucket_available",
-		"Whether a bucket answered its last probe (1) or not (0).", availableValue)
+		"Whether a bucket answered its last probe (1) or not (0); absent while unknown (its store unreachable).", availableValue)
 
 	// BucketLastSuccessfulProbe is when a bucket last answered a probe, in unix seconds:
 	// status.lastProbeTime is refreshed only once per heartbeat, this on every success.
@@ -163,13 +178,19 @@ var (
 
 var registerOnce sync.Once
 
+// collectors is every collector Register adds: the one list the registry and the
+// table of metrics in docs/operations.md (Families) are made from.
+func collectors() []prometheus.Collector {
+	return []prometheus.Collector{S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
+		BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
+		BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys,
+		MoveCopiedBytes, MoveCopiedObjects, MoveObjectsLeft, MoveLastProgress, MoveWritePause, BucketAccessReady}
+}
+
 // Register adds the metrics to controller-runtime's registry (once per process).
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
-			BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-			BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys,
-			MoveCopiedBytes, MoveCopiedObjects, MoveObjectsLeft, MoveWritePause)
+		crmetrics.Registry.MustRegister(collectors()...)
 	})
 }
 
@@ -256,11 +277,30 @@ func SetStoreReady(store string, ready *bool) {
 	ObjectStoreReady.WithLabelValues(store).Set(v)
 }
 
-// SetMoveProgress records a running move's figures.
+// moveFigures are the figures of a running move whose change is progress.
+type moveFigures struct{ bytes, objects, left int64 }
+
+// moves holds each running move's last figures, to tell progress from a repeat.
+var moves = struct {
+	mu   sync.Mutex
+	last map[bucketKey]moveFigures
+}{last: map[bucketKey]moveFigures{}}
+
+// now is the clock of MoveLastProgress (a test sets it).
+var now = time.Now
+
+// SetMoveProgress records a running move's figures, and when they last changed.
 func SetMoveProgress(namespace, name string, copiedBytes, copiedObjects, objectsLeft int64) {
 	MoveCopiedBytes.WithLabelValues(namespace, name).Set(float64(copiedBytes))
 	MoveCopiedObjects.WithLabelValues(namespace, name).Set(float64(copiedObjects))
 	MoveObjectsLeft.WithLabelValues(namespace, name).Set(float64(objectsLeft))
+	key, cur := bucketKey{namespace, name}, moveFigures{copiedBytes, copiedObjects, objectsLeft}
+	moves.mu.Lock()
+	defer moves.mu.Unlock()
+	if prev, ok := moves.last[key]; !ok || prev != cur {
+		moves.last[key] = cur
+		MoveLastProgress.WithLabelValues(namespace, name).Set(float64(now().Unix()))
+	}
 }
 
 // EndMove drops a move's running figures and, for a move that cut over, records its
@@ -269,7 +309,25 @@ func EndMove(namespace, name string, pause *time.Duration) {
 	MoveCopiedBytes.DeleteLabelValues(namespace, name)
 	MoveCopiedObjects.DeleteLabelValues(namespace, name)
 	MoveObjectsLeft.DeleteLabelValues(namespace, name)
+	moves.mu.Lock()
+	delete(moves.last, bucketKey{namespace, name})
+	MoveLastProgress.DeleteLabelValues(namespace, name)
+	moves.mu.Unlock()
 	if pause != nil {
 		MoveWritePause.WithLabelValues(namespace, name).Set(pause.Seconds())
 	}
+}
+
+// SetAccessReady sets whether a BucketAccess is Ready, or removes its series when
+// ready is nil (the access is gone or being deleted).
+func SetAccessReady(namespace, name string, ready *bool) {
+	if ready == nil {
+		BucketAccessReady.DeleteLabelValues(namespace, name)
+		return
+	}
+	v := 0.0
+	if *ready {
+		v = 1
+	}
+	BucketAccessReady.WithLabelValues(namespace, name).Set(v)
 }

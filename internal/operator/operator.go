@@ -297,6 +297,9 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		KeyGrace:      opts.AccessKeyGrace,
 		SyncInterval:  opts.SyncInterval,
 		OnStatusWrite: metrics.ObserveStatusWrite,
+		OnReady: func(key types.NamespacedName, ready *bool) {
+			metrics.SetAccessReady(key.Namespace, key.Name, ready)
+		},
 	}
 	if err := accesses.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return fmt.Errorf("setting up the BucketAccess controller: %w", err)

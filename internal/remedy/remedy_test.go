@@ -136,3 +136,26 @@ func TestForUnknownReason(t *testing.T) {
 		t.Errorf("For(Ready) = %+v, %v", r, ok)
 	}
 }
+
+// TestOwnershipRemediesKeepTheData: a bucket tagged for another cluster or for another
+// claim of the same name is, after a cluster was rebuilt or restored, the claim's own
+// data: the remedy says to check that first (the cluster id, the namespace's history),
+// and only then to choose another name, which would make an empty bucket beside it.
+func TestOwnershipRemediesKeepTheData(t *testing.T) {
+	for reason, first := range map[string]string{
+		"OwnedByAnotherCluster": "--cluster-id",
+		"OwnedByAnotherClaim":   "allowRebindToRecreatedNamespace",
+	} {
+		r, ok := For(reason)
+		if !ok {
+			t.Fatalf("no remedy for %s", reason)
+		}
+		check, rename := strings.Index(r.Do, first), strings.Index(r.Do, "bucketName")
+		if check < 0 || (rename >= 0 && rename < check) {
+			t.Errorf("%s: %q: first say to check %s (a rebuilt or restored cluster sees its own buckets so), then to choose another name", reason, r.Do, first)
+		}
+		if r.Who != Either {
+			t.Errorf("%s: who acts is %q, want %q: the platform team checks the cluster, the owner renames", reason, r.Who, Either)
+		}
+	}
+}

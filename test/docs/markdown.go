@@ -62,6 +62,10 @@ type Line struct {
 	Text string
 }
 
+// NotAppliedMarker, on the line before a ```yaml block, says the block is not an object
+// to apply (a fragment), and why: `<!-- docs:not-applied: a patch of spec only -->`.
+const NotAppliedMarker = "<!-- docs:not-applied:"
+
 // Block is a fenced code block: its info string (```yaml: "yaml"), the line before the
 // fence, the line the fence opens on, and its content.
 type Block struct {

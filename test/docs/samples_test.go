@@ -18,10 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// NotAppliedMarker, on the line before a ```yaml block, says the block is not an object
-// to apply (a fragment), and why: `<!-- docs:not-applied: a patch of spec only -->`.
-const NotAppliedMarker = "<!-- docs:not-applied:"
-
 // Sample is one object of a ```yaml block of a page.
 type Sample struct {
 	Where string // page:line

@@ -198,3 +198,35 @@ func TestObjectStoreReadyGauge(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBucketAccessReadyGauge: 0 while an access waits for a bucket that does not exist,
+// 1 once its key is issued, and gone with the access: what the
+// BucketkeeperAccessNotReady alert reads.
+func TestBucketAccessReadyGauge(t *testing.T) {
+	f := newFixture(t, seaweed, withIAMOn(seaweed))
+	ba := f.access("app", "app-s3", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite})
+	labels := map[string]string{"namespace": f.ns, "name": ba.Name}
+	wantReady := func(want float64) {
+		t.Helper()
+		f.eventually(60*time.Second, fmt.Sprintf("bucketkeeper_bucketaccess_ready{namespace=%q,name=%q} = %v", f.ns, ba.Name, want), func() error {
+			if v, ok := series(t, metrics.BucketAccessReady, labels); !ok || v != want {
+				return errf("%v (present %v)", v, ok)
+			}
+			return nil
+		})
+	}
+	f.waitAccessCondition(ba, bkv1.ConditionReady, metav1.ConditionFalse, bkv1.ReasonBucketNotReady)
+	wantReady(0)
+
+	f.bucket("data", func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyDelete })
+	f.waitAccessReady(ba)
+	wantReady(1)
+
+	must(t, k8s.Delete(f.ctx, ba))
+	f.eventually(60*time.Second, "the access's series to go with it", func() error {
+		if v, ok := series(t, metrics.BucketAccessReady, labels); ok {
+			return errf("still there: %v", v)
+		}
+		return nil
+	})
+}

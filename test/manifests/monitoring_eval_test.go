@@ -11,8 +11,9 @@ import (
 
 // TestAlertExpressionsSelectTheRightSeries evaluates each alert's expression with
 // Prometheus' own engine on series shaped like the manager's, at one instant 30
-// minutes in (time() = 1800): each must select exactly the series in trouble. The
-// for: durations are Prometheus' to apply and not evaluated here.
+// minutes in (time() = 1800) unless the case says another: each must select exactly
+// the series in trouble. The for: durations are Prometheus' to apply and not
+// evaluated here.
 func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
 	exprs := map[string]string{}
 	for _, g := range ruleGroups(t).Groups {
@@ -23,6 +24,7 @@ func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
 	}
 	cases := []struct {
 		alert, series, want string
+		at                  string // the instant evaluated; "" for 30m
 	}{{
 		alert: "BucketkeeperBucketUnavailable",
 		series: `
@@ -106,6 +108,31 @@ func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
   {namespace="a",name="full"} 0.95
   {namespace="a",name="many"} 0.95
   {namespace="a",name="both"} 0.99`,
+	}, {
+		// Two hours in: stuck has not progressed since minute 10; moving progresses every
+		// minute; slow last progressed 55 minutes ago, within the hour. A move that ended
+		// has no series.
+		alert: "BucketkeeperMoveStalled",
+		at:    "2h",
+		series: `
+  bucketkeeper_move_last_progress_timestamp_seconds{namespace="a",name="stuck"} 600x130
+  bucketkeeper_move_last_progress_timestamp_seconds{namespace="a",name="moving"} 0+60x130
+  bucketkeeper_move_last_progress_timestamp_seconds{namespace="a",name="slow"} 3900x130`,
+		want: `{namespace="a",name="stuck"} 6600`,
+	}, {
+		// Two hours in: locked has waited since minute 10; fresh since 50 minutes ago.
+		alert: "BucketkeeperDeletionBlocked",
+		at:    "2h",
+		series: `
+  bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds{namespace="a",name="locked"} 600x130
+  bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds{namespace="a",name="fresh"} 4200x130`,
+		want: `{namespace="a",name="locked"} 6600`,
+	}, {
+		alert: "BucketkeeperAccessNotReady",
+		series: `
+  bucketkeeper_bucketaccess_ready{namespace="a",name="waiting"} 0x30
+  bucketkeeper_bucketaccess_ready{namespace="a",name="issued"} 1x30`,
+		want: `bucketkeeper_bucketaccess_ready{namespace="a",name="waiting"} 0`,
 	}}
 	// A Prometheus server's defaults (the @ modifier and negative offsets are on by
 	// default since 2.33; the test engine's own options also turn on delayed name
@@ -126,8 +153,12 @@ func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
 			continue
 		}
 		delete(exprs, tc.alert)
+		at := tc.at
+		if at == "" {
+			at = "30m"
+		}
 		t.Run(tc.alert, func(t *testing.T) {
-			promqltest.RunTest(t, "load 1m"+tc.series+"\n\neval instant at 30m "+expr+"\n"+indent(tc.want)+"\n", engine)
+			promqltest.RunTest(t, "load 1m"+tc.series+"\n\neval instant at "+at+" "+expr+"\n"+indent(tc.want)+"\n", engine)
 		})
 	}
 	for alert := range exprs {

@@ -387,8 +387,9 @@ func TestKustomizeMonitoring(t *testing.T) {
 	}
 }
 
-// TestChartKubeVersion: the chart refuses clusters older than 1.31 (its CRDs declare
-// selectable fields), as `helm install` and `helm template --kube-version` do.
+// TestChartKubeVersion: the chart refuses clusters older than the Kubernetes minor
+// version the tests run (docs/supported-versions.md), as `helm install` and `helm
+// template --kube-version` do.
 func TestChartKubeVersion(t *testing.T) {
 	chrt, err := loader.Load(filepath.Join(repoRoot(t), "charts", "bucketkeeper"))
 	if err != nil {
@@ -405,12 +406,12 @@ func TestChartKubeVersion(t *testing.T) {
 		_, err = inst.Run(chrt, map[string]any{})
 		return err
 	}
-	for _, v := range []string{"v1.30.14", "v1.30.0"} {
+	for _, v := range []string{"v1.36.9", "v1.31.0", "v1.30.14"} {
 		if err := install(v); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
 			t.Errorf("Kubernetes %s: %v; want the chart's kubeVersion to refuse it", v, err)
 		}
 	}
-	for _, v := range []string{"v1.31.0", "v1.34.2", "v1.31.0-gke.1000"} {
+	for _, v := range []string{"v1.37.0", "v1.37.2", "v1.38.1", "v1.37.0-gke.1000"} {
 		if err := install(v); err != nil {
 			t.Errorf("Kubernetes %s refused: %v", v, err)
 		}

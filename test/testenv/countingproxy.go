@@ -29,6 +29,9 @@ type CountingProxy struct {
 	accessKeyID string
 	srv         *http.Server
 	written     atomic.Int64
+	// bucketWrites and bucketCreates count, whoever signed them, the requests that
+	// change a bucket or its objects and the CreateBucket among them.
+	bucketWrites, bucketCreates atomic.Int64
 
 	mu      sync.Mutex
 	arrived []time.Time
@@ -59,6 +62,12 @@ func StartCountingProxy(endpoint, accessKeyID string) (*CountingProxy, error) {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if n := p.objectBytes(r); n > 0 {
 				p.written.Add(n)
+			}
+			if write, create := bucketChange(r); write {
+				p.bucketWrites.Add(1)
+				if create {
+					p.bucketCreates.Add(1)
+				}
 			}
 			p.mu.Lock()
 			p.arrived = append(p.arrived, time.Now())
@@ -94,6 +103,27 @@ func (p *CountingProxy) objectBytes(r *http.Request) int64 {
 	}
 	return r.ContentLength
 }
+
+// bucketChange says whether r would change a bucket or its objects (a request other
+// than GET or HEAD on a path-style path naming a bucket; IAM and STS requests go to
+// "/"), and whether it is a CreateBucket: a PUT of the bucket itself, with no
+// subresource.
+func bucketChange(r *http.Request) (write, create bool) {
+	path := strings.Trim(r.URL.Path, "/")
+	if path == "" || r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false, false
+	}
+	q := r.URL.Query()
+	q.Del("x-id")
+	return true, r.Method == http.MethodPut && !strings.Contains(path, "/") && len(q) == 0
+}
+
+// BucketWrites is how many requests that change a bucket or its objects arrived so
+// far, whoever signed them.
+func (p *CountingProxy) BucketWrites() int64 { return p.bucketWrites.Load() }
+
+// BucketCreates is how many CreateBucket requests arrived so far, whoever signed them.
+func (p *CountingProxy) BucketCreates() int64 { return p.bucketCreates.Load() }
 
 // Written is how many object bytes the access key wrote through the proxy so far.
 func (p *CountingProxy) Written() int64 { return p.written.Load() }

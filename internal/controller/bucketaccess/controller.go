@@ -48,6 +48,9 @@ type Reconciler struct {
 	SyncInterval time.Duration
 	// OnStatusWrite is called after every status write (metrics); may be nil.
 	OnStatusWrite func(kind string)
+	// OnReady is told each access's Ready verdict after a pass, and nil once the access
+	// is being deleted or gone (metrics); may be nil.
+	OnReady func(key types.NamespacedName, ready *bool)
 
 	pending memo.Map[types.UID, *pendingKey] // keys created and not yet in the Secret
 	// applied is the store and policy document last written per access
@@ -82,12 +85,29 @@ type accessScope struct {
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcile.Run(ctx, r.Client, req, &bkv1.BucketAccess{}, reconcile.Lifecycle[*bkv1.BucketAccess]{
-		Kind:     "BucketAccess",
-		Status:   func(ba *bkv1.BucketAccess) any { return ba.Status },
-		OnWrite:  r.OnStatusWrite,
-		Deleting: r.reconcileDelete,
-		Normal:   r.reconcileNormal,
+		Kind:    "BucketAccess",
+		Status:  func(ba *bkv1.BucketAccess) any { return ba.Status },
+		OnWrite: r.OnStatusWrite,
+		Gone:    func(key types.NamespacedName) { r.reportReady(key, nil) },
+		Deleting: func(ctx context.Context, ba *bkv1.BucketAccess, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+			r.reportReady(client.ObjectKeyFromObject(ba), nil)
+			return r.reconcileDelete(ctx, ba, p)
+		},
+		Normal: func(ctx context.Context, ba *bkv1.BucketAccess, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+			res, err := r.reconcileNormal(ctx, ba, p)
+			ready := reconcile.ConditionIsTrue(ba.Status.Conditions, bkv1.ConditionReady)
+			r.reportReady(client.ObjectKeyFromObject(ba), &ready)
+			return res, err
+		},
 	})
+}
+
+// reportReady tells OnReady an access's verdict: an access not Ready for long is an
+// application without its key (the BucketkeeperAccessNotReady alert).
+func (r *Reconciler) reportReady(key types.NamespacedName, ready *bool) {
+	if r.OnReady != nil {
+		r.OnReady(key, ready)
+	}
 }
 
 // reconcileNormal runs the steps in order; each needs what the one before established.
