@@ -194,6 +194,10 @@ type BucketAccess struct {
 	// Spec is what the application asks for: its buckets, its Secret, its rotation.
 	Spec BucketAccessSpec `json:"spec"`
 	// Status is what the operator did: the identity, the key in the Secret, the rotation.
+	// The default observedGeneration 0, filled in on every read until the operator
+	// writes its first status, makes a new object InProgress to kstatus (and so to
+	// GitOps health checks) rather than Current before anyone looked at it.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status BucketAccessStatus `json:"status,omitempty"`
 }
 

@@ -461,6 +461,10 @@ type ObjectStore struct {
 	// may use it, its budget and its guardrails.
 	Spec ObjectStoreSpec `json:"spec,omitempty"`
 	// Status is the verdict of the store's last health check.
+	// The default observedGeneration 0, filled in on every read until the operator
+	// writes its first status, makes a new object InProgress to kstatus (and so to
+	// GitOps health checks) rather than Current before anyone looked at it.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status ObjectStoreStatus `json:"status,omitempty"`
 }
 

@@ -339,6 +339,10 @@ type StorageBucket struct {
 	Spec StorageBucketSpec `json:"spec"`
 	// Status is what the operator found and did: the bucket, its conditions, the last
 	// probe, what it applied and the usage.
+	// The default observedGeneration 0, filled in on every read until the operator
+	// writes its first status, makes a new object InProgress to kstatus (and so to
+	// GitOps health checks) rather than Current before anyone looked at it.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status StorageBucketStatus `json:"status,omitempty"`
 }
 
