@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -198,4 +199,25 @@ func (m *memStore) writes() int {
 		n += m.calls[op]
 	}
 	return n
+}
+
+// lockedUntil is how long a locked version's Compliance retention runs: past any
+// clock the tests use.
+var lockedUntil = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (m *memStore) GetObjectRetention(_ context.Context, name, key, _ string) (s3.ObjectRetention, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, err := m.bucket("GetObjectRetention", name)
+	if err != nil || !b.locked[key] {
+		return s3.ObjectRetention{}, err
+	}
+	return s3.ObjectRetention{Mode: s3.RetentionCompliance, Until: lockedUntil}, nil
+}
+
+func (m *memStore) GetObjectLegalHold(_ context.Context, name, _, _ string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.bucket("GetObjectLegalHold", name)
+	return false, err
 }

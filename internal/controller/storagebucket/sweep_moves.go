@@ -17,6 +17,7 @@ import (
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
 	"github.com/bucketkeeper/bucketkeeper/internal/mover"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -257,9 +258,14 @@ func (s *MoveSweeper) removeTarget(ctx context.Context, store *bkv1.ObjectStore,
 	return done, err
 }
 
-// lockRefused says whether an emptying failed only on versions the store refused to
+// lockRefused says whether an emptying stopped on versions an object lock keeps: the
+// purge's own verdict (DeletionBlocked), or a store refusing every key it was asked to
 // delete (AccessDenied per key), as it refuses versions under an object lock.
 func lockRefused(err error) bool {
+	var step *reconcile.StepError
+	if errors.As(err, &step) && step.Reason == bkv1.ReasonDeletionBlocked {
+		return true
+	}
 	var failed *s3.DeleteObjectsError
 	if !errors.As(err, &failed) || len(failed.Failed) == 0 {
 		return false

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -74,7 +75,7 @@ func newSweepRig(t *testing.T, objs ...client.Object) *sweepRig {
 	clock := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	rig := &sweepRig{t: t, ctx: context.Background(), k8s: c, clock: clock,
 		stores: map[string]*memStore{"http://a": newMemStore(), "http://b": newMemStore()}, runner: &cancelRunner{cancels: map[string]int{}}}
-	r := &Reconciler{Client: c, ClusterID: sweepCluster, Clock: clock, Stores: &stores.Registry{}}
+	r := &Reconciler{Client: c, ClusterID: sweepCluster, Clock: clock, Stores: &stores.Registry{}, Recorder: events.NewFakeRecorder(100)}
 	rig.s = &MoveSweeper{Reconciler: r, APIReader: c, Direct: c, Namespace: sweepNS, Runner: rig.runner, Clock: clock}
 	rig.s.clientFor = func(_ context.Context, store *bkv1.ObjectStore) (s3.Client, error) {
 		return rig.stores[store.Spec.Endpoint], nil
