@@ -26,7 +26,8 @@ import (
 //   - anything larger, and every multipart object: copied part by part (parts.go).
 //
 // Metadata (Content-Type, -Encoding, -Language, -Disposition, Cache-Control, Expires,
-// user metadata) travels with the write, tags too (the x-amz-tagging header), so an
+// user metadata) travels with the write, tags too (the x-amz-tagging header), and in a
+// bucket with object lock the version's retention and legal hold (lock.go), so an
 // object never exists on the target without them.
 
 // sameHistory says whether a key is equal on both sides: as many entries, each equal.
@@ -195,14 +196,27 @@ func (s *shard) settleETag(key string, e s3.ObjectEntry, readETag, written strin
 	return nil
 }
 
-// meta is what the write of an object must carry: what the read answered, and the
-// tags unless the read said there are none. A GET tells how many tags an object has
+// meta is what the write of an object must carry: what the read answered (its lock
+// only in a move of object lock, refused where the target's rules do not allow it),
+// and the tags unless the read said there are none. A GET tells how many tags an object has
 // (x-amz-tagging-count) but leaves the header out for none, so its absence means "no
 // tags" only from a store known to send it: one the spec says does
 // (Bucket.SendsTagCount), or one that sent it for another object of this pass.
 // Otherwise, and after a HEAD (which never tells), the tags are asked for.
 func (s *shard) meta(ctx context.Context, key string, info s3.ObjectInfo, fromHead bool) (s3.ObjectMeta, error) {
 	meta := info.ObjectMeta
+	meta.Lock = s3.ObjectLock{}
+	if rules := s.spec.ObjectLock; rules != nil {
+		lock, err := lockOf(ctx, s.stores.Source, s.spec.Source.Bucket, key, info.VersionID)
+		if err != nil {
+			return meta, onSource(err)
+		}
+		now := s.opts.Now()
+		if err := rules.check(key, lock, now); err != nil {
+			return meta, err
+		}
+		meta.Lock = writeLock(lock, now)
+	}
 	if info.TagCount > 0 {
 		s.tagCounts.Store(true)
 	}

@@ -19,6 +19,8 @@ type task struct {
 	id       uint64
 	key      string
 	src, tgt []s3.ObjectEntry // nil: the key is not on that side
+	// same: the listings found the key equal; only its locks are left to compare.
+	same bool
 }
 
 // errTooManyFailures ends a pass whose failures passed Limits.MaxFailures.
@@ -47,16 +49,15 @@ func (s *shard) copyPass(ctx context.Context) error {
 	}
 	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
 		s.listed(sg)
-		if s.sameHistory(key, sg, tg) {
-			s.update(func(cp *Checkpoint) {
-				cp.Counts.UnchangedObjects += int64(len(sg))
-				cp.Counts.UnchangedBytes += keyGroup{entries: sg}.size()
-			})
+		same := s.sameHistory(key, sg, tg)
+		if same && s.spec.ObjectLock == nil {
+			s.unchanged(sg)
 			tr.add(key, true)
 			s.setCursor(tr.position())
 			return
 		}
-		t := task{id: tr.add(key, false), key: key, src: sg, tgt: tg}
+		// A key whose bytes are equal in a move of object lock is its locks' work.
+		t := task{id: tr.add(key, false), key: key, src: sg, tgt: tg, same: same}
 		select {
 		case tasks <- t:
 		case <-ctx.Done():
@@ -73,18 +74,27 @@ func (s *shard) copyPass(ctx context.Context) error {
 	return err
 }
 
-// verifyPass lists both sides and records every key that differs.
+// verifyPass lists both sides and records every key that differs: in a move of object
+// lock, a key whose versions are equal but locked less on the target differs too.
 func (s *shard) verifyPass(ctx context.Context) error {
 	versions := s.spec.Versions == VersionsAll
 	cursor := s.snapshot().Cursor
 	src := listRange(ctx, s.stores.Source, s.spec.Source.Bucket, versions, s.r, cursor)
 	tgt := listRange(ctx, s.stores.Target, s.spec.Target.Bucket, versions, s.r, cursor)
 	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
-		same := s.sameHistory(key, sg, tg)
+		why := ""
+		if !s.sameHistory(key, sg, tg) {
+			why = difference(sg, tg)
+		} else if s.spec.ObjectLock != nil {
+			var err error
+			if why, err = s.lockDifference(ctx, key, sg, tg); err != nil {
+				why = "locks not read: " + reason(err)
+			}
+		}
 		s.update(func(cp *Checkpoint) {
 			cp.Cursor = key
-			if !same {
-				cp.Differences.add(Failure{Key: key, Reason: difference(sg, tg)})
+			if why != "" {
+				cp.Differences.add(Failure{Key: key, Reason: why})
 			}
 		})
 	})
@@ -137,9 +147,23 @@ func join(ctx context.Context, src, tgt *lister, emit func(key string, src, tgt 
 	return context.Cause(ctx)
 }
 
-// do carries out one key's task.
+// do carries out one key's task. A key that a request's path would turn into another
+// is not written at all (keys.go); its deletion from the target goes in a request's
+// body, as every deletion does.
 func (s *shard) do(ctx context.Context, t task) error {
+	if len(t.src) > 0 {
+		if err := checkKey(t.key); err != nil {
+			return err
+		}
+	}
 	switch {
+	case t.same:
+		locked, err := s.settleLocks(ctx, t.key, t.src, t.tgt)
+		s.update(func(cp *Checkpoint) { cp.Counts.Locked += locked })
+		if err == nil {
+			s.unchanged(t.src)
+		}
+		return err
 	case s.spec.Versions == VersionsAll:
 		return s.copyHistory(ctx, t.key, t.src, t.tgt)
 	case len(t.src) == 0:
@@ -175,6 +199,14 @@ func (s *shard) settle(ctx context.Context, t task, err error, stop context.Canc
 		}
 	}
 	return true
+}
+
+// unchanged counts a key found equal on the target.
+func (s *shard) unchanged(entries []s3.ObjectEntry) {
+	s.update(func(cp *Checkpoint) {
+		cp.Counts.UnchangedObjects += int64(len(entries))
+		cp.Counts.UnchangedBytes += keyGroup{entries: entries}.size()
+	})
 }
 
 func (s *shard) listed(entries []s3.ObjectEntry) {
