@@ -127,7 +127,8 @@ func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.Mo
 }
 
 // planMove runs the plan pass, then refuses a move whose data the target's quota
-// cannot take, before anything is created there.
+// cannot take, or whose locked versions its object lock guardrails do not allow,
+// before anything is created there.
 func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
 	p, done, err := r.runPass(ctx, scope, t, m, mover.ModePlan)
 	if err != nil || !done {
@@ -140,6 +141,9 @@ func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTa
 	if limits, _, _ := desiredQuota(scope.sb, t.store); (limits.MaxBytes > 0 && m.TotalBytes > limits.MaxBytes) || (limits.MaxObjects > 0 && m.TotalObjects > limits.MaxObjects) {
 		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "the bucket holds %d objects of %d bytes, more than the quota ObjectStore %q would set (%s); nothing was created there",
 			m.TotalObjects, m.TotalBytes, t.store.Name, limits)}
+	}
+	if refusal := lockedVersionsRefusal(p.Plan, t.store); refusal != nil {
+		return moveStep{err: refusal}
 	}
 	m.Phase, m.Pass, m.Message = bkv1.MoveCopying, 2, "copying every object"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "copying %d objects (%d bytes) to ObjectStore %s in %d shards", m.TotalObjects, m.TotalBytes, m.To, len(m.Boundaries)+1)
