@@ -115,8 +115,10 @@ func createMoveTarget(t *moveTargetScope, lock s3.ObjectLockConfig) func(ctx con
 	}
 	return func(ctx context.Context, bucket, region string) error {
 		err := t.s3.CreateBucketWithObjectLock(ctx, bucket, region)
-		if k := s3.KindOf(err); k == s3.KindNotImplemented || k == s3.KindInvalid {
-			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q cannot create bucket %q with object lock, which the bucket has: %v", t.store.Name, bucket, err)
+		var refused *s3.Error
+		if errors.As(err, &refused) && (refused.Kind == s3.KindNotImplemented || refused.Kind == s3.KindInvalid) {
+			return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q cannot create bucket %q with object lock, which the bucket has: %s; nothing was created there",
+				t.store.Name, bucket, refused.Summary())
 		}
 		return err
 	}
