@@ -6,20 +6,24 @@ import (
 )
 
 // Object keys travel in the request's path, as the source listed them, and S3 lets a
-// key hold anything: "a/../b", "a/./b", "a//b", "/a", "a/.". Stores that keep objects
-// as files take such a key for a path: Versity S3 Gateway writes "a/../b" as "b", "a//b"
-// as "a/b" and "/a" as "a"; SeaweedFS collapses "//" and refuses "." and ".." segments;
-// Ceph RGW keeps them all as they are. A key written under another key would overwrite
-// another object, or in a bucket with object lock leave a locked version nobody asked
-// for, and no request that carries the key in its path can tell beforehand which the
-// target does (escaping the dots breaks the signature on RGW and Versity). So the
-// mover copies none of them: such a key fails, named, and the move does not cut over
-// until it is renamed or deleted on the source. Keys with "%2F" or "\" stay keys on
-// every store tested and are copied under the same name.
+// key hold anything: "a/../b", "a/./b", "a//b", "/a", "a/.", "a\\b". Stores that keep
+// objects as files take such a key for a path: Versity S3 Gateway writes "a/../b" as
+// "b", "a//b" as "a/b" and "/a" as "a"; SeaweedFS refuses "." and ".." segments and
+// writes "a//b" and "a\\b" as "a/b"; Ceph RGW keeps them all as they are. A key written
+// under another key would overwrite another object, or in a bucket with object lock
+// leave a locked version nobody asked for, and no request that carries the key in its
+// path can tell beforehand which the target does (escaping the dots breaks the
+// signature on RGW and Versity). So the mover copies none of them: such a key fails,
+// named, and the move does not cut over until it is renamed or deleted on the source.
+// Keys with "%2F", or dots within a segment ("a/..b"), stay keys on every store tested
+// and are copied under the same name.
 
-// pathKeyProblem says why key cannot be copied safely, "" when it can: an empty
-// segment (a leading "/" or "//"), or a "." or ".." segment.
+// pathKeyProblem says why key cannot be copied safely, "" when it can: a "." or ".."
+// segment, an empty one (a leading "/" or "//"), or a backslash.
 func pathKeyProblem(key string) string {
+	if strings.Contains(key, "\\") {
+		return "a backslash, which SeaweedFS reads as \"/\""
+	}
 	segs := strings.Split(key, "/")
 	for i, seg := range segs {
 		switch {
