@@ -101,3 +101,15 @@ func TestStrongerRetentionOnlyLengthens(t *testing.T) {
 		}
 	}
 }
+
+func TestPathKeyProblem(t *testing.T) {
+	for key, bad := range map[string]bool{
+		"a/../b": true, "a/./b": true, "a//b": true, "a/.": true, "a/..": true, "./a": true, "../a": true, "/a": true, "//a": true,
+		".": true, "..": true, "a\\b": true, "a//": true,
+		"a/b": false, "a%2Fb": false, "a/..b": false, "dots..": false, ".hidden": false, "a/": false, "a": false, "": false,
+	} {
+		if got := pathKeyProblem(key) != ""; got != bad {
+			t.Errorf("pathKeyProblem(%q) = %q, want a problem: %v", key, pathKeyProblem(key), bad)
+		}
+	}
+}
