@@ -49,6 +49,14 @@ func TestMoveKeepsObjectLock(t *testing.T) {
 }
 
 func testMoveKeepsObjectLock(t *testing.T, src, tgt *testenv.S3Server) {
+	if tgt.Kind == testenv.Versity {
+		// Versity (1.8.0), in a bucket with object lock, answers a PutObject of a key
+		// whose current version is a delete marker 405 when it carries a retention,
+		// and lists what it wrote as another delete marker: the history of a key the
+		// writer deleted and wrote again cannot be rebuilt there, and the move keeps
+		// catching up without cutting over. docs/moving.md says so.
+		t.Skip("Versity cannot hold a locked key's history with a delete marker in its middle")
+	}
 	f := newFixture(t, src, withIAMOn(src), allowCompliance)
 	// Six moves at once, their purges and a Compliance retention waited out: more than
 	// the fixture's three minutes.
