@@ -21,12 +21,13 @@ import (
 //   - refuses, as a failure of its key, a version whose lock the target's guardrails
 //     do not allow (LockRules): the plan pass reads every version's lock before
 //     anything is created, and the controller refuses such a move then;
-//   - compares the locks of every version whose bytes are equal on both sides, in
-//     every pass: a target version whose lock holds less than the source's (a
+//   - checks the lock of each version it writes right after the write, and compares
+//     every version's lock on both sides only in a final pass, whose source is frozen
+//     (lockread.go): a target version whose lock holds less than the source's (a
 //     retention shorter or weaker, a legal hold the source has or has lifted) is
-//     given the source's in place (PutObjectRetention, PutObjectLegalHold), and a
-//     verifying listing counts it as a difference, so a Final pass verifies only when
-//     every version is locked on the target at least as long as on the source.
+//     given the source's in place (PutObjectRetention, PutObjectLegalHold) and counted
+//     as a difference, so a final pass verifies only when every version is locked on
+//     the target at least as long as on the source.
 //
 // A target may lock a version longer than its source does: a version written before
 // the bucket's default retention is unlocked on the source, yet the target applies
@@ -102,10 +103,23 @@ func covers(tgt, src s3.ObjectLock, now time.Time) bool {
 	return !tgt.RetainUntil.Before(src.RetainUntil)
 }
 
+// lockToWrite is the lock a copy of a source version is written with: the source's,
+// read exactly (lockOf), refused where the target's rules do not allow it.
+func (s *shard) lockToWrite(ctx context.Context, key, versionID string) (s3.ObjectLock, error) {
+	lock, err := lockOf(ctx, s.stores.Source, s.spec.Source.Bucket, key, versionID)
+	if err != nil {
+		return lock, onSource(err)
+	}
+	now := s.opts.Now()
+	if err := s.spec.ObjectLock.check(key, lock, now); err != nil {
+		return lock, err
+	}
+	return writeLock(lock, now), nil
+}
+
 // lockOf reads what locks one version with GetObjectRetention and GetObjectLegalHold,
-// which every store answers to the second or better (a HEAD tells it too, but
-// Versity's drops the fraction of a second, which would shorten a retention copied
-// from it, and its GET tells nothing).
+// which every store answers to the second or better (a HEAD tells it in one request
+// where the store answers it exactly: lockread.go; Versity's GET tells nothing).
 func lockOf(ctx context.Context, c s3.Client, bucket, key, versionID string) (s3.ObjectLock, error) {
 	var l s3.ObjectLock
 	err := retryTransient(ctx, func() error {
@@ -121,80 +135,6 @@ func lockOf(ctx context.Context, c s3.Client, bucket, key, versionID string) (s3
 		l.Mode = "" // a retention without a date holds nothing
 	}
 	return l, err
-}
-
-// lockDifference compares the locks of the versions a listing found equal, pair by
-// pair (delete markers have none): the first version whose target lock falls short,
-// described, or "" when every one is covered.
-func (s *shard) lockDifference(ctx context.Context, key string, src, tgt []s3.ObjectEntry) (string, error) {
-	now := s.opts.Now()
-	for i := range src {
-		if src[i].IsDeleteMarker {
-			continue
-		}
-		sl, tl, err := s.locksOf(ctx, key, src[i], tgt[i])
-		if err != nil {
-			return "", err
-		}
-		if !covers(tl, sl, now) {
-			return fmt.Sprintf("lock differs: source %s, target %s", sl, tl), nil
-		}
-	}
-	return "", nil
-}
-
-// locksOf reads one version's lock on both sides.
-func (s *shard) locksOf(ctx context.Context, key string, src, tgt s3.ObjectEntry) (s3.ObjectLock, s3.ObjectLock, error) {
-	sl, err := lockOf(ctx, s.stores.Source, s.spec.Source.Bucket, key, src.VersionID)
-	if err != nil {
-		return sl, sl, onSource(err)
-	}
-	tl, err := lockOf(ctx, s.stores.Target, s.spec.Target.Bucket, key, tgt.VersionID)
-	return sl, tl, onTarget(err)
-}
-
-// settleLocks gives each target version of matched pairs the source's lock where
-// its own falls short, and says how many it changed.
-func (s *shard) settleLocks(ctx context.Context, key string, src, tgt []s3.ObjectEntry) (int64, error) {
-	var changed int64
-	for i := range src {
-		if src[i].IsDeleteMarker {
-			continue
-		}
-		sl, tl, err := s.locksOf(ctx, key, src[i], tgt[i])
-		if err != nil {
-			return changed, err
-		}
-		now := s.opts.Now()
-		if covers(tl, sl, now) {
-			continue
-		}
-		if err := s.spec.ObjectLock.check(key, sl, now); err != nil {
-			return changed, err
-		}
-		want := writeLock(sl, now)
-		if r := strongerRetention(tl, want); r != nil {
-			// Changing a Governance retention into Compliance needs the bypass; a
-			// longer one never does, and the bypass harms nothing there.
-			bypass := tl.Mode == s3.RetentionGovernance
-			err := retryTransient(ctx, func() error {
-				return s.stores.Target.PutObjectRetention(ctx, s.spec.Target.Bucket, key, tgt[i].VersionID, *r, bypass)
-			})
-			if err != nil {
-				return changed, onTarget(err)
-			}
-		}
-		if tl.LegalHold != want.LegalHold {
-			err := retryTransient(ctx, func() error {
-				return s.stores.Target.PutObjectLegalHold(ctx, s.spec.Target.Bucket, key, tgt[i].VersionID, want.LegalHold)
-			})
-			if err != nil {
-				return changed, onTarget(err)
-			}
-		}
-		changed++
-	}
-	return changed, nil
 }
 
 // strongerRetention is the retention that holds a target version as long as both its

@@ -19,8 +19,6 @@ type task struct {
 	id       uint64
 	key      string
 	src, tgt []s3.ObjectEntry // nil: the key is not on that side
-	// same: the listings found the key equal; only its locks are left to compare.
-	same bool
 }
 
 // errTooManyFailures ends a pass whose failures passed Limits.MaxFailures.
@@ -49,15 +47,15 @@ func (s *shard) copyPass(ctx context.Context) error {
 	}
 	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
 		s.listed(sg)
-		same := s.sameHistory(key, sg, tg)
-		if same && s.spec.ObjectLock == nil {
+		if s.sameHistory(key, sg, tg) {
+			// In a move of object lock too: the locks of what is on both sides are
+			// the final pass's to compare (lockread.go).
 			s.unchanged(sg)
 			tr.add(key, true)
 			s.setCursor(tr.position())
 			return
 		}
-		// A key whose bytes are equal in a move of object lock is its locks' work.
-		t := task{id: tr.add(key, false), key: key, src: sg, tgt: tg, same: same}
+		t := task{id: tr.add(key, false), key: key, src: sg, tgt: tg}
 		select {
 		case tasks <- t:
 		case <-ctx.Done():
@@ -74,30 +72,67 @@ func (s *shard) copyPass(ctx context.Context) error {
 	return err
 }
 
-// verifyPass lists both sides and records every key that differs: in a move of object
-// lock, a key whose versions are equal but locked less on the target differs too.
+// verifyPass lists both sides and records every key that differs. In a move of object
+// lock, a key whose versions are equal is compared version by version for their locks
+// too, by the workers (lockDifference: requests to both stores per version): one
+// locked less on the target differs, and in a final pass is locked as on the source.
 func (s *shard) verifyPass(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	versions := s.spec.Versions == VersionsAll
 	cursor := s.snapshot().Cursor
 	src := listRange(ctx, s.stores.Source, s.spec.Source.Bucket, versions, s.r, cursor)
 	tgt := listRange(ctx, s.stores.Target, s.spec.Target.Bucket, versions, s.r, cursor)
-	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
-		why := ""
-		if !s.sameHistory(key, sg, tg) {
-			why = difference(sg, tg)
-		} else if s.spec.ObjectLock != nil {
-			var err error
-			if why, err = s.lockDifference(ctx, key, sg, tg); err != nil {
-				why = "locks not read: " + reason(err)
-			}
-		}
-		s.update(func(cp *Checkpoint) {
-			cp.Cursor = key
-			if why != "" {
-				cp.Differences.add(Failure{Key: key, Reason: why})
+	tr := newTracker(cursor)
+	differs := func(key, why string) {
+		s.update(func(cp *Checkpoint) { cp.Differences.add(Failure{Key: key, Reason: why}) })
+	}
+	tasks := make(chan task)
+	var wg sync.WaitGroup
+	for range s.limits.Concurrency {
+		wg.Go(func() {
+			for t := range tasks {
+				why, err := s.lockDifference(ctx, t.key, t.src, t.tgt, s.spec.Mode == ModeFinal)
+				switch {
+				case ctx.Err() != nil:
+					continue // cut short: the cursor stays before the key
+				case fatal(err):
+					stop(err)
+					continue
+				case errors.As(err, new(*lockRefused)):
+					// A lock the target may not hold, set on the source since its
+					// plan: no pass fixes it.
+					s.update(func(cp *Checkpoint) { cp.Failures.add(Failure{Key: t.key, Reason: reason(err)}) })
+				case err != nil:
+					why = "locks not compared: " + reason(err)
+				}
+				if why != "" {
+					differs(t.key, why)
+				}
+				tr.finish(t.id)
+				s.setCursor(tr.position())
 			}
 		})
+	}
+	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
+		switch {
+		case !s.sameHistory(key, sg, tg):
+			differs(key, difference(sg, tg))
+		case s.spec.ObjectLock != nil:
+			select {
+			case tasks <- task{id: tr.add(key, false), key: key, src: sg, tgt: tg}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		tr.add(key, true)
+		s.setCursor(tr.position())
 	})
+	close(tasks)
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
 	if err != nil {
 		return err
 	}
@@ -157,13 +192,6 @@ func (s *shard) do(ctx context.Context, t task) error {
 		}
 	}
 	switch {
-	case t.same:
-		locked, err := s.settleLocks(ctx, t.key, t.src, t.tgt)
-		s.update(func(cp *Checkpoint) { cp.Counts.Locked += locked })
-		if err == nil {
-			s.unchanged(t.src)
-		}
-		return err
 	case s.spec.Versions == VersionsAll:
 		return s.copyHistory(ctx, t.key, t.src, t.tgt)
 	case len(t.src) == 0:

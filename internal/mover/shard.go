@@ -44,6 +44,8 @@ type shard struct {
 	eq        *equivalences
 	// tagCounts: the source sends x-amz-tagging-count (see meta).
 	tagCounts atomic.Bool
+	// srcLocks and tgtLocks read the versions' locks (lockread.go).
+	srcLocks, tgtLocks *lockSide
 
 	mu    sync.Mutex
 	cp    *Checkpoint
@@ -80,6 +82,7 @@ func RunShard(ctx context.Context, spec *Spec, index int, stores Stores, opts Op
 		log: opts.Log.WithValues("move", spec.MoveID, "shard", shardIndex, "pass", spec.Pass, "mode", spec.Mode),
 	}
 	s.transfers = semaphore.NewWeighted(int64(s.limits.Concurrency))
+	s.srcLocks, s.tgtLocks = newLockSide(stores.Source, spec.Source.Bucket), newLockSide(stores.Target, spec.Target.Bucket)
 	s.tagCounts.Store(spec.Source.SendsTagCount)
 	s.buffers.New = func() any { b := make([]byte, s.limits.SmallObject); return &b }
 

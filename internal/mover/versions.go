@@ -8,33 +8,23 @@ import (
 
 // copyHistory makes one key's history on the target the source's (VersionsAll):
 // the same sequence of versions and delete markers, oldest first, each version with
-// its bytes, metadata and tags (and, in a move of object lock, its lock: the versions
-// kept are given the source's where theirs falls short). S3 lets no one choose version IDs and only appends to
-// a history, so the target keeps the longest run of its versions that matches the
-// source's in order, permanently deletes the rest, and appends what the source has
-// beyond that run, in order.
+// its bytes, metadata and tags (and, in a move of object lock, its lock). S3 lets no
+// one choose version IDs and only appends to a history, so the target keeps the
+// longest run of its versions that matches the source's in order, permanently deletes
+// the rest, and appends what the source has beyond that run, in order.
 //
 // A source's history only grows at its end, or loses versions anywhere (deleted for
 // good, or expired): walking both oldest first and dropping each target version that
 // does not match the next source one leaves exactly the matched ones, in order.
 func (s *shard) copyHistory(ctx context.Context, key string, src, tgt []s3.ObjectEntry) error {
 	var drop []s3.ObjectID
-	var kept []s3.ObjectEntry
 	j := 0
 	for _, t := range tgt {
 		if j < len(src) && s.sameEntry(key, src[j], t) {
-			kept = append(kept, t)
 			j++
 			continue
 		}
 		drop = append(drop, s3.ObjectID{Key: key, VersionID: t.VersionID})
-	}
-	if s.spec.ObjectLock != nil && j > 0 {
-		locked, err := s.settleLocks(ctx, key, src[:j], kept)
-		s.update(func(cp *Checkpoint) { cp.Counts.Locked += locked })
-		if err != nil {
-			return err
-		}
 	}
 	if len(drop) > 0 {
 		if err := s.deleteOnTarget(ctx, drop); err != nil {
