@@ -3,6 +3,8 @@ package mover_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +145,64 @@ func TestMoveRefusesLocksTheTargetDoesNot(t *testing.T) {
 	}
 	if l := tgt.lockOf(t, "fine"); l.Mode != s3.RetentionGovernance || l.RetainUntil.Before(now.Add(time.Hour)) {
 		t.Errorf("the copied version's lock: %s", l)
+	}
+}
+
+// TestMoveIntoVersityFailsAHistoryItCannotHold moves locked histories with a delete
+// marker followed by a version into Versity, which answers 405 to the write of a
+// version with a retention onto a key whose current version is a delete marker, and
+// lists what it wrote as another delete marker; written without a lock (a version
+// from before the default retention), the write succeeds and is listed as a delete
+// marker all the same. Each such key fails by name in the pass that meets it, saying
+// the target cannot hold the bucket's history, instead of being copied again in every
+// pass; the other keys are copied with their locks, and the source is as it was.
+func TestMoveIntoVersityFailsAHistoryItCannotHold(t *testing.T) {
+	for _, from := range []*testenv.S3Server{seaweed, rgw} {
+		t.Run(string(from.Kind), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			src := newLockedBucket(t, from)
+			deleted := func(key string) {
+				t.Helper()
+				if _, err := src.c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(src.bucket), Key: aws.String(key)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(t, "quiet", src.putLocked(ctx, "quiet", 10, s3.ObjectLock{}))
+			deleted("quiet")
+			must(t, "quiet again", src.putLocked(ctx, "quiet", 11, s3.ObjectLock{}))
+			src.setDefault(t, 1)
+			must(t, "again", src.putLocked(ctx, "again", 10, s3.ObjectLock{}))
+			deleted("again")
+			must(t, "again again", src.putLocked(ctx, "again", 11, s3.ObjectLock{}))
+			must(t, "plain", src.putLocked(ctx, "plain", 10, s3.ObjectLock{LegalHold: true}))
+			before := history(t, src.side)
+
+			tgt := newLockedBucket(t, versity)
+			tgt.setDefault(t, 1)
+			f := newMove(t, src.side, tgt.side, mover.VersionsAll)
+			f.spec.ObjectLock = lockedRules
+			for pass := 1; pass <= 2; pass++ {
+				p := f.run(mover.ModeCopy, pass)
+				if p.Failures.Count != 2 || !differsOn(p.Failures, "again") || !differsOn(p.Failures, "quiet") {
+					t.Fatalf("pass %d: failures %s, want again and quiet", pass, p.Failures)
+				}
+				for _, x := range p.Failures.First {
+					if !strings.Contains(x.Reason, "cannot hold this bucket's history") || !strings.Contains(x.Reason, strconv.Quote(x.Key)) {
+						t.Errorf("pass %d: failure of %q says %q: want the key named and why", pass, x.Key, x.Reason)
+					}
+				}
+			}
+			if l := tgt.lockOf(t, "plain"); !l.LegalHold || l.Mode != s3.RetentionGovernance {
+				t.Errorf("plain on the target: %s, want its hold and retention", l)
+			}
+			after := history(t, src.side)
+			for key, vs := range before {
+				if fmt.Sprint(after[key]) != fmt.Sprint(vs) {
+					t.Errorf("the source's %s: %+v, was %+v", key, after[key], vs)
+				}
+			}
+		})
 	}
 }
 
