@@ -27,10 +27,10 @@ import (
 // answers it exactly: Versity's (1.8.0) drops the fraction of a second of the
 // retain-until date, and answers no lock at all for a version that is not the current
 // one (it looks the lock up under the key's path, where only the current version's
-// is). So each side of a shard's run
-// (lockSide) reads with GetObjectRetention and GetObjectLegalHold until a version with
-// a lock shows what a HEAD answers for it: the same lock, and HEADs from then on, or
-// less, and never a HEAD. Even then a HEAD's date without a fraction of a second may
+// is). So each side of a shard's run (lockSide) reads with GetObjectRetention and
+// GetObjectLegalHold until a locked version other than its key's current one shows
+// what a HEAD answers for it: the same lock, and HEADs from then on, or less, and never
+// a HEAD (a HEAD that later answers less than the store holds turns it back too). Even then a HEAD's date without a fraction of a second may
 // be one cut to the second, until a HEAD of that side has answered a fraction: where
 // that decides (the target's date is within the second of the source's) the source's
 // date is asked for (GetObjectRetention). In the tests' stores a final pass reads a
@@ -43,8 +43,8 @@ type lockSide struct {
 	c      s3.Client
 	bucket string
 	// head: a HEAD answered a version's lock as the store holds it (as
-	// GetObjectRetention and GetObjectLegalHold did, or as it was written); getOnly: a
-	// HEAD answered less, so this side is read without one.
+	// GetObjectRetention and GetObjectLegalHold did); getOnly: a HEAD answered less,
+	// so this side is read without one.
 	head, getOnly atomic.Bool
 	// fractions: a HEAD answered a retain-until date with a fraction of a second, so
 	// this side's HEADs do not cut dates to the second.
@@ -56,22 +56,25 @@ type lockSide struct {
 
 func newLockSide(c s3.Client, bucket string) *lockSide { return &lockSide{c: c, bucket: bucket} }
 
-// read reads one version's lock, with a HEAD where this side's answer it (viaHead).
-func (l *lockSide) read(ctx context.Context, key, versionID string) (lock s3.ObjectLock, viaHead bool, err error) {
+// read reads one version's lock (e, as a listing named it), with a HEAD where this
+// side's answer it (viaHead).
+func (l *lockSide) read(ctx context.Context, key string, e s3.ObjectEntry) (lock s3.ObjectLock, viaHead bool, err error) {
 	if l.getOnly.Load() || !l.head.Load() {
-		lock, err := lockOf(ctx, l.c, l.bucket, key, versionID)
-		if err != nil || lock.IsZero() || l.getOnly.Load() || l.head.Load() || !l.learning.CompareAndSwap(false, true) {
+		lock, err := lockOf(ctx, l.c, l.bucket, key, e.VersionID)
+		// Learnt from a version that is not its key's current one: Versity's HEAD
+		// answers the current version's lock alone.
+		if err != nil || lock.IsZero() || e.IsLatest || l.getOnly.Load() || l.head.Load() || !l.learning.CompareAndSwap(false, true) {
 			return lock, false, err
 		}
-		// The first lock this side shows: what does a HEAD answer for it?
-		if h, err := l.headLock(ctx, key, versionID); err == nil {
+		// The first such lock this side shows: what does a HEAD answer for it?
+		if h, err := l.headLock(ctx, key, e.VersionID); err == nil {
 			l.learn(h, lock)
 		} else {
 			l.learning.Store(false) // another version then
 		}
 		return lock, false, nil
 	}
-	lock, err = l.headLock(ctx, key, versionID)
+	lock, err = l.headLock(ctx, key, e.VersionID)
 	return lock, true, err
 }
 
@@ -158,13 +161,9 @@ func (s *shard) checkWritten(ctx context.Context, key string, w written) error {
 	var err error
 	if t.getOnly.Load() {
 		have, err = t.exact(ctx, key, w.versionID, have, false)
-	} else if have, err = t.headLock(ctx, key, w.versionID); err == nil {
-		switch {
-		case !covers(have, w.lock, now):
-			have, err = t.exact(ctx, key, w.versionID, have, true)
-		case !w.lock.IsZero() && sameLock(have, w.lock):
-			t.head.Store(true)
-		}
+	} else if have, err = t.headLock(ctx, key, w.versionID); err == nil && !covers(have, w.lock, now) {
+		// Less than was written: the HEAD may not tell it (or cut it).
+		have, err = t.exact(ctx, key, w.versionID, have, true)
 	}
 	if err != nil {
 		return onTarget(err)
@@ -187,7 +186,7 @@ func (s *shard) lockDifference(ctx context.Context, key string, src, tgt []s3.Ob
 		if src[i].IsDeleteMarker {
 			continue
 		}
-		sl, tl, ok, err := s.versionLocks(ctx, key, src[i].VersionID, tgt[i].VersionID, now)
+		sl, tl, ok, err := s.versionLocks(ctx, key, src[i], tgt[i], now)
 		if err != nil {
 			return why, err
 		}
@@ -216,14 +215,15 @@ func (s *shard) lockDifference(ctx context.Context, key string, src, tgt []s3.Ob
 // versionLocks reads one version's lock on both sides and says whether the target's
 // covers the source's. When it does not, both are the locks the stores hold, read
 // exactly, for the fix.
-func (s *shard) versionLocks(ctx context.Context, key, srcID, tgtID string, now time.Time) (sl, tl s3.ObjectLock, ok bool, err error) {
+func (s *shard) versionLocks(ctx context.Context, key string, src, tgt s3.ObjectEntry, now time.Time) (sl, tl s3.ObjectLock, ok bool, err error) {
+	srcID, tgtID := src.VersionID, tgt.VersionID
 	// A HEAD never answers more than a version holds: a target lock read so that
 	// covers the source's does.
-	tl, tHead, err := s.tgtLocks.read(ctx, key, tgtID)
+	tl, tHead, err := s.tgtLocks.read(ctx, key, tgt)
 	if err != nil {
 		return sl, tl, false, onTarget(err)
 	}
-	sl, sHead, err := s.srcLocks.read(ctx, key, srcID)
+	sl, sHead, err := s.srcLocks.read(ctx, key, src)
 	if err != nil {
 		return sl, tl, false, onSource(err)
 	}
