@@ -19,17 +19,16 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// allowCompliance is a store whose admin consents to Compliance retentions.
-func allowCompliance(s *bkv1.ObjectStore) {
+// consentsToCompliance is a store whose admin consents to Compliance retentions.
+func consentsToCompliance(s *bkv1.ObjectStore) {
 	s.Spec.Guardrails.ObjectLock.AllowedModes = []bkv1.ObjectLockMode{bkv1.ObjectLockGovernance, bkv1.ObjectLockCompliance}
 }
 
 // TestMoveKeepsObjectLock moves a Purge claim with a Governance default retention of a
 // day between every pair of stores, both consenting to Compliance, while its
 // application writes, overwrites and deletes (every version it writes locked by the
-// default): before the move the application locks a version of its own in Compliance
-// for a few minutes (its key may: the store allows Compliance) and the store's admin
-// puts a legal hold on another. On the target every version is there, in order, and
+// default): before the move the store's admin locks a version in Compliance for a few
+// minutes (the store allows Compliance) and puts a legal hold on another. On the target every version is there, in order, and
 // locked as on the source: the same legal hold, an explicit retention in the same mode
 // until the same second, and the versions the default locks locked by the target's
 // default, no shorter. The application's key on the target cannot delete the locked
@@ -52,13 +51,13 @@ func TestMoveKeepsObjectLock(t *testing.T) {
 }
 
 func testMoveKeepsObjectLock(t *testing.T, src, tgt *testenv.S3Server) {
-	f := newFixture(t, src, withIAMOn(src), allowCompliance)
+	f := newFixture(t, src, withIAMOn(src), consentsToCompliance)
 	// Six moves at once, their purges and a Compliance retention waited out: more than
 	// the fixture's three minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	f.ctx = ctx
-	target := f.storeOn(tgt, withIAMOn(tgt), allowCompliance)
+	target := f.storeOn(tgt, withIAMOn(tgt), consentsToCompliance)
 	f.waitStoreCondition(bkv1.ConditionAccessProviderReady, metav1.ConditionTrue)
 	f.waitNamedStoreCondition(target, bkv1.ConditionAccessProviderReady, metav1.ConditionTrue, "")
 	sb := f.waitCondition(f.bucket("data", func(sb *bkv1.StorageBucket) {
@@ -69,13 +68,11 @@ func testMoveKeepsObjectLock(t *testing.T, src, tgt *testenv.S3Server) {
 	t.Cleanup(func() { emptyLockedBucket(t, src, bucket); emptyLockedBucket(t, tgt, bucket) })
 	f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
 
-	// The application seals a version in Compliance; the admin holds another.
-	key := f.rawKeyClient("app-creds")
-	f.eventually(30*time.Second, "the key to write a sealed version", func() error {
-		_, err := key.PutObject(f.ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: aws.String("sealed"), Body: strings.NewReader("evidence"),
-			ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(time.Now().Add(3 * time.Minute))})
-		return err
-	})
+	// The store's admin seals a version in Compliance (the store consents to it) and
+	// holds another.
+	_, err := src.Client().PutObject(f.ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: aws.String("sealed"), Body: strings.NewReader("evidence"),
+		ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(time.Now().Add(3 * time.Minute))})
+	must(t, err)
 	must(t, f.admin.PutObject(f.ctx, bucket, "held", []byte("on hold")))
 	must(t, f.admin.PutObjectLegalHold(f.ctx, bucket, "held", "", true))
 	f.seedObjects(f.admin, bucket, 20)
@@ -348,7 +345,7 @@ func TestMoveRefusedForObjectLock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, seaweed, allowCompliance)
+			f := newFixture(t, seaweed, consentsToCompliance)
 			target := f.storeOn(rgw, func(s *bkv1.ObjectStore) { s.Spec.Guardrails.ObjectLock.MaxRetentionDays = ptr.To(int32(30)) })
 			f.waitStoreCondition(bkv1.ConditionReady, metav1.ConditionTrue)
 			f.waitNamedStoreCondition(target, bkv1.ConditionReady, metav1.ConditionTrue, "")
