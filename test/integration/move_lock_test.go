@@ -285,11 +285,14 @@ func hasVersion(page s3.ObjectVersionPage, key, id string) bool {
 }
 
 // emptyLockedBucket deletes a test's bucket with object lock as the store's admin:
-// legal holds lifted, Governance bypassed, Compliance waited out (minutes at most).
+// its policy (a move's freeze) removed, legal holds lifted, Governance bypassed,
+// Compliance waited out (minutes at most).
 func emptyLockedBucket(t *testing.T, srv *testenv.S3Server, bucket string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := srv.Client()
+	// The copy a finished move left is frozen: its policy denies every deletion.
+	_, _ = c.DeleteBucketPolicy(ctx, &awss3.DeleteBucketPolicyInput{Bucket: &bucket})
 	for ctx.Err() == nil {
 		out, err := c.ListObjectVersions(ctx, &awss3.ListObjectVersionsInput{Bucket: &bucket})
 		if err != nil {
