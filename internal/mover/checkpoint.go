@@ -91,11 +91,14 @@ type Counts struct {
 	// Changed: replaced or deleted on the source while this pass copied them; the
 	// next pass copies what they are then.
 	Changed int64 `json:"changed"`
+	// Locked: versions already on the target whose lock was lengthened, or whose
+	// legal hold was turned on or off, to hold them as the source does.
+	Locked int64 `json:"locked,omitempty"`
 }
 
-// Changes is what the pass had to do: copies, deletions and what changed under it.
-// A pass of a source without writes is followed by one with no changes.
-func (c Counts) Changes() int64 { return c.CopiedObjects + c.Deleted + c.Changed }
+// Changes is what the pass had to do: copies, deletions, locks and what changed under
+// it. A pass of a source without writes is followed by one with no changes.
+func (c Counts) Changes() int64 { return c.CopiedObjects + c.Deleted + c.Changed + c.Locked }
 
 // Moved is what a move wrote to the target over all its passes.
 type Moved struct {
@@ -164,6 +167,20 @@ type Plan struct {
 	Objects    int64    `json:"objects"`
 	Bytes      int64    `json:"bytes"`
 	Boundaries []string `json:"boundaries,omitempty"`
+	// Locks counts the versions a lock holds (Spec.ObjectLock), and LockRefused the
+	// versions whose lock the target's rules do not allow: a move with any is refused
+	// before anything is created on the target.
+	Locks       *LockCounts `json:"locks,omitempty"`
+	LockRefused Failures    `json:"lockRefused,omitempty"`
+}
+
+// LockCounts are the locked versions a plan found.
+type LockCounts struct {
+	Retained   int64 `json:"retained,omitempty"`
+	Compliance int64 `json:"compliance,omitempty"`
+	LegalHolds int64 `json:"legalHolds,omitempty"`
+	// LongestUntil is the latest retain-until date among them.
+	LongestUntil *time.Time `json:"longestUntil,omitempty"`
 }
 
 // Checkpoints keep checkpoints where they survive the mover (checkpoint_configmap.go:

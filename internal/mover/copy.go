@@ -26,7 +26,8 @@ import (
 //   - anything larger, and every multipart object: copied part by part (parts.go).
 //
 // Metadata (Content-Type, -Encoding, -Language, -Disposition, Cache-Control, Expires,
-// user metadata) travels with the write, tags too (the x-amz-tagging header), so an
+// user metadata) travels with the write, tags too (the x-amz-tagging header), and in a
+// bucket with object lock the version's retention and legal hold (lock.go), so an
 // object never exists on the target without them.
 
 // sameHistory says whether a key is equal on both sides: as many entries, each equal.
@@ -65,14 +66,18 @@ func (s *shard) copyObject(ctx context.Context, key string, e s3.ObjectEntry) er
 	if e.VersionID == "" {
 		req.IfMatch = e.ETag // copy what was listed, or nothing
 	}
+	var w written
 	var err error
 	switch {
 	case e.Size <= s.limits.SmallObject:
-		err = retryTransient(ctx, func() error { return s.copySmall(ctx, key, e, req) })
+		err = retryTransient(ctx, func() (err error) { w, err = s.copySmall(ctx, key, e, req); return err })
 	case partsOf(e.ETag) == 0 && e.Size <= s.limits.StreamLimit:
-		err = retryTransient(ctx, func() error { return s.copyStreamed(ctx, key, e, req) })
+		err = retryTransient(ctx, func() (err error) { w, err = s.copyStreamed(ctx, key, e, req); return err })
 	default:
-		err = s.copyParts(ctx, key, e, req)
+		w, err = s.copyParts(ctx, key, e, req)
+	}
+	if err == nil && s.spec.ObjectLock != nil {
+		err = s.checkWritten(ctx, key, w)
 	}
 	if err != nil {
 		return err
@@ -87,60 +92,61 @@ func (s *shard) copyObject(ctx context.Context, key string, e s3.ObjectEntry) er
 }
 
 // copySmall copies an object read whole into memory.
-func (s *shard) copySmall(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) error {
+func (s *shard) copySmall(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) (written, error) {
 	bp := s.buffers.Get().(*[]byte)
 	defer s.buffers.Put(bp)
 	if err := s.transfers.Acquire(ctx, 1); err != nil {
-		return err
+		return written{}, err
 	}
 	defer s.transfers.Release(1)
 	info, n, err := s.stores.Source.ReadObject(ctx, s.spec.Source.Bucket, key, req, (*bp)[:e.Size])
 	if errors.Is(err, s3.ErrShortBody) || (err == nil && (int64(n) != e.Size || info.Size != e.Size)) {
-		return &changedError{fmt.Sprintf("key %s is not of the listed size any more", quoteKey(key))}
+		return written{}, &changedError{fmt.Sprintf("key %s is not of the listed size any more", quoteKey(key))}
 	}
 	if err != nil {
-		return onSource(err)
+		return written{}, onSource(err)
 	}
 	body := (*bp)[:n]
 	sum := md5.Sum(body) //nolint:gosec
 	meta, err := s.meta(ctx, key, info, false)
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	res, err := s.stores.Target.WriteObject(ctx, s.spec.Target.Bucket, key, meta, bytes.NewReader(body), int64(n), base64.StdEncoding.EncodeToString(sum[:]))
 	s.wrote(int64(n))
 	if err != nil {
-		return onTarget(err)
+		return written{}, onTarget(err)
 	}
-	return s.settleETag(key, e, info.ETag, res.ETag)
+	return written{res.VersionID, meta.Lock}, s.settleETag(key, e, info.ETag, res.ETag)
 }
 
 // copyStreamed copies a single-part object by streaming its GET into its PUT.
-func (s *shard) copyStreamed(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) error {
+func (s *shard) copyStreamed(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) (written, error) {
 	if err := s.transfers.Acquire(ctx, 1); err != nil {
-		return err
+		return written{}, err
 	}
 	defer s.transfers.Release(1)
 	info, body, err := s.stores.Source.OpenObject(ctx, s.spec.Source.Bucket, key, req, e.Size)
 	if err != nil {
-		return onSource(err)
+		return written{}, onSource(err)
 	}
 	defer body.Close()
 	if info.Size != e.Size || info.ContentLength != e.Size {
-		return &changedError{fmt.Sprintf("key %s is not of the listed size any more", quoteKey(key))}
+		return written{}, &changedError{fmt.Sprintf("key %s is not of the listed size any more", quoteKey(key))}
 	}
 	meta, err := s.meta(ctx, key, info, false)
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	h := md5.New() //nolint:gosec
 	r := &countingReader{r: io.TeeReader(body, h)}
 	checked := contentMD5(info.ETag)
 	res, err := s.stores.Target.WriteObject(ctx, s.spec.Target.Bucket, key, meta, r, e.Size, checked)
 	s.wrote(r.n)
+	w := written{res.VersionID, meta.Lock}
 	if err == nil && checked == "" {
 		if sum := hex.EncodeToString(h.Sum(nil)); res.ETag != sum {
-			return fmt.Errorf("target stored key %s with ETag %s, the bytes sent have MD5 %s", quoteKey(key), res.ETag, sum)
+			return w, fmt.Errorf("target stored key %s with ETag %s, the bytes sent have MD5 %s", quoteKey(key), res.ETag, sum)
 		}
 	}
 	var se *s3.Error
@@ -150,30 +156,31 @@ func (s *shard) copyStreamed(ctx context.Context, key string, e s3.ObjectEntry, 
 		return s.copyStreamedUnchecked(ctx, key, e, req, meta)
 	}
 	if err != nil {
-		return onTarget(err)
+		return w, onTarget(err)
 	}
-	return s.settleETag(key, e, info.ETag, res.ETag)
+	return w, s.settleETag(key, e, info.ETag, res.ETag)
 }
 
 // copyStreamedUnchecked streams an object whose ETag is not the MD5 of its bytes: the
 // target's ETag is compared with the MD5 computed while streaming instead.
-func (s *shard) copyStreamedUnchecked(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest, meta s3.ObjectMeta) error {
+func (s *shard) copyStreamedUnchecked(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest, meta s3.ObjectMeta) (written, error) {
 	info, body, err := s.stores.Source.OpenObject(ctx, s.spec.Source.Bucket, key, req, e.Size)
 	if err != nil {
-		return onSource(err)
+		return written{}, onSource(err)
 	}
 	defer body.Close()
 	h := md5.New() //nolint:gosec
 	r := &countingReader{r: io.TeeReader(body, h)}
 	res, err := s.stores.Target.WriteObject(ctx, s.spec.Target.Bucket, key, meta, r, e.Size, "")
 	s.wrote(r.n)
+	w := written{res.VersionID, meta.Lock}
 	if err != nil {
-		return onTarget(err)
+		return w, onTarget(err)
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); res.ETag != sum {
-		return fmt.Errorf("target stored key %s with ETag %s, the bytes sent have MD5 %s", quoteKey(key), res.ETag, sum)
+		return w, fmt.Errorf("target stored key %s with ETag %s, the bytes sent have MD5 %s", quoteKey(key), res.ETag, sum)
 	}
-	return s.settleETag(key, e, info.ETag, res.ETag)
+	return w, s.settleETag(key, e, info.ETag, res.ETag)
 }
 
 // settleETag decides, after a write the target checked against the bytes read,
@@ -195,14 +202,22 @@ func (s *shard) settleETag(key string, e s3.ObjectEntry, readETag, written strin
 	return nil
 }
 
-// meta is what the write of an object must carry: what the read answered, and the
-// tags unless the read said there are none. A GET tells how many tags an object has
+// meta is what the write of an object must carry: what the read answered (its lock
+// only in a move of object lock, refused where the target's rules do not allow it),
+// and the tags unless the read said there are none. A GET tells how many tags an object has
 // (x-amz-tagging-count) but leaves the header out for none, so its absence means "no
 // tags" only from a store known to send it: one the spec says does
 // (Bucket.SendsTagCount), or one that sent it for another object of this pass.
 // Otherwise, and after a HEAD (which never tells), the tags are asked for.
 func (s *shard) meta(ctx context.Context, key string, info s3.ObjectInfo, fromHead bool) (s3.ObjectMeta, error) {
 	meta := info.ObjectMeta
+	meta.Lock = s3.ObjectLock{}
+	if s.spec.ObjectLock != nil {
+		var err error
+		if meta.Lock, err = s.lockToWrite(ctx, key, info.VersionID); err != nil {
+			return meta, err
+		}
+	}
 	if info.TagCount > 0 {
 		s.tagCounts.Store(true)
 	}

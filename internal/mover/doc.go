@@ -21,7 +21,11 @@
 //   - copy.go, parts.go: one object by size: small ones through memory, larger
 //     single-part ones streamed GET into PUT, large and multipart ones part by part,
 //     with the source's part sizes when it tells them. Metadata and tags travel with
-//     the write. versions.go: one key's history, oldest first.
+//     the write. versions.go: one key's history, oldest first. lock.go: in a bucket
+//     with object lock, each version's retention and legal hold, written with it and
+//     checked after the write; lockread.go: what reading them costs, a final pass
+//     comparing every version's lock on both sides. keys.go: the keys a path would
+//     turn into others, which fail by name instead of being written.
 //   - equivalence.go: for objects whose target ETag differs from the source's by
 //     construction, a record made after a checked copy, so that the listing still
 //     finds them equal.
@@ -68,5 +72,9 @@
 // Content-MD5, x-amz-tagging and an unsigned payload for streamed bodies,
 // CreateMultipartUpload, UploadPart, ListParts, CompleteMultipartUpload,
 // AbortMultipartUpload, ListMultipartUploads, DeleteObjects, DeleteObject,
-// GetBucketVersioning. Incomplete multipart uploads of the source are not copied.
+// GetBucketVersioning. Incomplete multipart uploads of the source are not copied. A
+// move of object lock also reads GetObjectRetention and GetObjectLegalHold (and
+// HeadObject's x-amz-object-lock-* headers) on both sides, GetObjectLockConfiguration
+// of the target, and writes the x-amz-object-lock-* headers, PutObjectRetention and
+// PutObjectLegalHold there.
 package mover

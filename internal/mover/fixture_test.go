@@ -124,6 +124,24 @@ func (r *requestCount) get(side string) int {
 	return r.unanswered[side]
 }
 
+// of counts side's requests of the operations ops.
+func (r *requestCount) of(side string, ops ...string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, op := range ops {
+		n += r.ops[side+" "+op]
+	}
+	return n
+}
+
+// reset forgets what was counted.
+func (r *requestCount) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops, r.unanswered = nil, nil
+}
+
 // storeClient is the operator's own S3 client for srv's admin identity.
 func storeClient(t *testing.T, srv *testenv.S3Server) s3.Client {
 	t.Helper()

@@ -111,7 +111,7 @@ func (s *shard) layoutOf(ctx context.Context, key string, e s3.ObjectEntry, req 
 }
 
 // copyParts copies one object part by part, resuming an upload a killed mover left.
-func (s *shard) copyParts(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) error {
+func (s *shard) copyParts(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest) (written, error) {
 	var lay layout
 	err := retryTransient(ctx, func() error {
 		var err error
@@ -119,11 +119,11 @@ func (s *shard) copyParts(ctx context.Context, key string, e s3.ObjectEntry, req
 		return err
 	})
 	if err != nil {
-		return err
+		return written{}, err
 	}
-	up, parts, err := s.startUpload(ctx, key, e, req, lay)
+	up, parts, lock, err := s.startUpload(ctx, key, e, req, lay)
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(partsPerObject)
@@ -143,7 +143,7 @@ func (s *shard) copyParts(ctx context.Context, key string, e s3.ObjectEntry, req
 		if se := (*s3.Error)(nil); errors.As(err, &se) && se.Code == "NoSuchUpload" {
 			s.dropUpload(up.UploadID) // gone: the next attempt starts a new one
 		}
-		return err
+		return written{}, err
 	}
 	var res s3.WriteResult
 	err = retryTransient(ctx, func() error {
@@ -152,10 +152,10 @@ func (s *shard) copyParts(ctx context.Context, key string, e s3.ObjectEntry, req
 		return onTarget(err)
 	})
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	s.dropUpload(up.UploadID)
-	return s.settleETag(key, e, e.ETag, res.ETag)
+	return written{res.VersionID, lock}, s.settleETag(key, e, e.ETag, res.ETag)
 }
 
 // copyPart streams part i (from 0) and checks the target's ETag of it.
@@ -189,8 +189,11 @@ func (s *shard) copyPart(ctx context.Context, key, uploadID string, i int, lay l
 
 // startUpload resumes the checkpoint's upload of this object, keeping the parts the
 // target has that the source's bytes confirm, or starts a new upload and records it
-// before any part is sent.
-func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest, lay layout) (Upload, []s3.Part, error) {
+// before any part is sent. lock is what the upload's object is locked with, in a move
+// of object lock: the source's lock of the version when the upload started (read
+// again for one resumed, which was started with the lock of then; checkWritten
+// lengthens it if it holds less).
+func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, req s3.ReadRequest, lay layout) (Upload, []s3.Part, s3.ObjectLock, error) {
 	parts := make([]s3.Part, lay.count())
 	rec, ok := s.findUpload(key)
 	if ok && rec.SourceETag == e.ETag && rec.SourceVersionID == e.VersionID && rec.Size == e.Size && rec.PartSize == lay.partSize {
@@ -201,6 +204,12 @@ func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, r
 			return onTarget(err)
 		})
 		if err == nil {
+			var lock s3.ObjectLock
+			if s.spec.ObjectLock != nil {
+				if lock, err = s.lockToWrite(ctx, key, e.VersionID); err != nil {
+					return Upload{}, nil, lock, err
+				}
+			}
 			kept := 0
 			for _, p := range have {
 				i := int(p.Number) - 1
@@ -213,10 +222,10 @@ func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, r
 				}
 			}
 			s.log.Info("resuming a multipart copy", "key", key, "partsKept", kept, "parts", len(parts))
-			return rec, parts, nil
+			return rec, parts, lock, nil
 		}
 		if s3.KindOf(err) != s3.KindNotFound {
-			return Upload{}, nil, err
+			return Upload{}, nil, s3.ObjectLock{}, err
 		}
 		s.dropUpload(rec.UploadID) // the upload is gone
 	} else if ok {
@@ -226,11 +235,11 @@ func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, r
 	}
 	head, err := s.stores.Source.HeadObject(ctx, s.spec.Source.Bucket, key, req)
 	if err != nil {
-		return Upload{}, nil, onSource(err)
+		return Upload{}, nil, s3.ObjectLock{}, onSource(err)
 	}
 	meta, err := s.meta(ctx, key, head, true)
 	if err != nil {
-		return Upload{}, nil, err
+		return Upload{}, nil, meta.Lock, err
 	}
 	var id string
 	err = retryTransient(ctx, func() error {
@@ -239,14 +248,14 @@ func (s *shard) startUpload(ctx context.Context, key string, e s3.ObjectEntry, r
 		return onTarget(err)
 	})
 	if err != nil {
-		return Upload{}, nil, err
+		return Upload{}, nil, meta.Lock, err
 	}
 	up := Upload{Key: key, UploadID: id, SourceETag: e.ETag, SourceVersionID: e.VersionID, Size: e.Size, PartSize: lay.partSize}
 	s.update(func(cp *Checkpoint) { cp.Uploads = append(cp.Uploads, up) })
 	if err := s.save(ctx); err != nil {
-		return Upload{}, nil, err
+		return Upload{}, nil, meta.Lock, err
 	}
-	return up, parts, nil
+	return up, parts, meta.Lock, nil
 }
 
 // confirmPart reads part i's range from the source and says whether its MD5 is the

@@ -48,10 +48,9 @@ func (s *shard) copyPass(ctx context.Context) error {
 	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
 		s.listed(sg)
 		if s.sameHistory(key, sg, tg) {
-			s.update(func(cp *Checkpoint) {
-				cp.Counts.UnchangedObjects += int64(len(sg))
-				cp.Counts.UnchangedBytes += keyGroup{entries: sg}.size()
-			})
+			// In a move of object lock too: the locks of what is on both sides are
+			// the final pass's to compare (lockread.go).
+			s.unchanged(sg)
 			tr.add(key, true)
 			s.setCursor(tr.position())
 			return
@@ -73,21 +72,67 @@ func (s *shard) copyPass(ctx context.Context) error {
 	return err
 }
 
-// verifyPass lists both sides and records every key that differs.
+// verifyPass lists both sides and records every key that differs. In a move of object
+// lock, a key whose versions are equal is compared version by version for their locks
+// too, by the workers (lockDifference: requests to both stores per version): one
+// locked less on the target differs, and in a final pass is locked as on the source.
 func (s *shard) verifyPass(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	versions := s.spec.Versions == VersionsAll
 	cursor := s.snapshot().Cursor
 	src := listRange(ctx, s.stores.Source, s.spec.Source.Bucket, versions, s.r, cursor)
 	tgt := listRange(ctx, s.stores.Target, s.spec.Target.Bucket, versions, s.r, cursor)
-	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
-		same := s.sameHistory(key, sg, tg)
-		s.update(func(cp *Checkpoint) {
-			cp.Cursor = key
-			if !same {
-				cp.Differences.add(Failure{Key: key, Reason: difference(sg, tg)})
+	tr := newTracker(cursor)
+	differs := func(key, why string) {
+		s.update(func(cp *Checkpoint) { cp.Differences.add(Failure{Key: key, Reason: why}) })
+	}
+	tasks := make(chan task)
+	var wg sync.WaitGroup
+	for range s.limits.Concurrency {
+		wg.Go(func() {
+			for t := range tasks {
+				why, err := s.lockDifference(ctx, t.key, t.src, t.tgt, s.spec.Mode == ModeFinal)
+				switch {
+				case ctx.Err() != nil:
+					continue // cut short: the cursor stays before the key
+				case fatal(err):
+					stop(err)
+					continue
+				case errors.As(err, new(*lockRefused)):
+					// A lock the target may not hold, set on the source since its
+					// plan: no pass fixes it.
+					s.update(func(cp *Checkpoint) { cp.Failures.add(Failure{Key: t.key, Reason: reason(err)}) })
+				case err != nil:
+					why = "locks not compared: " + reason(err)
+				}
+				if why != "" {
+					differs(t.key, why)
+				}
+				tr.finish(t.id)
+				s.setCursor(tr.position())
 			}
 		})
+	}
+	err := join(ctx, src, tgt, func(key string, sg, tg []s3.ObjectEntry) {
+		switch {
+		case !s.sameHistory(key, sg, tg):
+			differs(key, difference(sg, tg))
+		case s.spec.ObjectLock != nil:
+			select {
+			case tasks <- task{id: tr.add(key, false), key: key, src: sg, tgt: tg}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		tr.add(key, true)
+		s.setCursor(tr.position())
 	})
+	close(tasks)
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
 	if err != nil {
 		return err
 	}
@@ -137,8 +182,15 @@ func join(ctx context.Context, src, tgt *lister, emit func(key string, src, tgt 
 	return context.Cause(ctx)
 }
 
-// do carries out one key's task.
+// do carries out one key's task. A key that a request's path would turn into another
+// is not written at all (keys.go); its deletion from the target goes in a request's
+// body, as every deletion does.
 func (s *shard) do(ctx context.Context, t task) error {
+	if len(t.src) > 0 {
+		if err := checkKey(t.key); err != nil {
+			return err
+		}
+	}
 	switch {
 	case s.spec.Versions == VersionsAll:
 		return s.copyHistory(ctx, t.key, t.src, t.tgt)
@@ -175,6 +227,14 @@ func (s *shard) settle(ctx context.Context, t task, err error, stop context.Canc
 		}
 	}
 	return true
+}
+
+// unchanged counts a key found equal on the target.
+func (s *shard) unchanged(entries []s3.ObjectEntry) {
+	s.update(func(cp *Checkpoint) {
+		cp.Counts.UnchangedObjects += int64(len(entries))
+		cp.Counts.UnchangedBytes += keyGroup{entries: entries}.size()
+	})
 }
 
 func (s *shard) listed(entries []s3.ObjectEntry) {

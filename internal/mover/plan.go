@@ -2,6 +2,8 @@ package mover
 
 import (
 	"context"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // A plan pass lists the source once and cuts its key space into shards of about
@@ -68,7 +70,8 @@ func (sm *sampler) boundaries(shards int, total int64) []string {
 	return out
 }
 
-// plan lists the whole source and records its totals and the shard boundaries.
+// plan lists the whole source and records its totals and the shard boundaries, and in
+// a move of object lock what locks its versions.
 func (s *shard) plan(ctx context.Context) error {
 	if _, err := s.stores.Source.HeadBucket(ctx, s.spec.Source.Bucket); err != nil {
 		return onSource(err)
@@ -85,6 +88,11 @@ func (s *shard) plan(ctx context.Context) error {
 		}
 		p.Objects += int64(len(g.entries))
 		p.Bytes += g.size()
+		if s.spec.ObjectLock != nil {
+			if err := s.planLocks(ctx, &p, g); err != nil {
+				return err
+			}
+		}
 		weight += g.size() + objectWeight*int64(len(g.entries))
 		sm.add(g.key, weight)
 		s.update(func(cp *Checkpoint) {
@@ -97,5 +105,44 @@ func (s *shard) plan(ctx context.Context) error {
 	}
 	p.Boundaries = sm.boundaries(s.spec.Shards, weight)
 	s.update(func(cp *Checkpoint) { cp.Plan = &p })
+	return nil
+}
+
+// planLocks reads what locks each version of a key group (a HEAD each), counts it,
+// and records the versions the target's rules refuse, so that the move is refused
+// before anything is created on the target.
+func (s *shard) planLocks(ctx context.Context, p *Plan, g keyGroup) error {
+	if p.Locks == nil {
+		p.Locks = &LockCounts{}
+	}
+	now := s.opts.Now()
+	for _, e := range g.entries {
+		if e.IsDeleteMarker {
+			continue
+		}
+		l, err := lockOf(ctx, s.stores.Source, s.spec.Source.Bucket, g.key, e.VersionID)
+		if changedUnderUs(err) {
+			continue // gone since the listing: the copy passes see what is there then
+		}
+		if err != nil {
+			return onSource(err)
+		}
+		if l.LegalHold {
+			p.Locks.LegalHolds++
+		}
+		if l.Mode != "" && l.RetainUntil.After(now) {
+			p.Locks.Retained++
+			if l.Mode == s3.RetentionCompliance {
+				p.Locks.Compliance++
+			}
+			if p.Locks.LongestUntil == nil || l.RetainUntil.After(*p.Locks.LongestUntil) {
+				until := l.RetainUntil
+				p.Locks.LongestUntil = &until
+			}
+		}
+		if err := s.spec.ObjectLock.check(g.key, l, now); err != nil {
+			p.LockRefused.add(Failure{Key: g.key, VersionID: e.VersionID, Reason: err.Error()})
+		}
+	}
 	return nil
 }

@@ -62,6 +62,7 @@ func Summarize(cps []*Checkpoint, pass, shards int, now time.Time) Progress {
 		c.UnchangedBytes += cp.Counts.UnchangedBytes
 		c.Deleted += cp.Counts.Deleted
 		c.Changed += cp.Counts.Changed
+		c.Locked += cp.Counts.Locked
 		p.Moved.Objects += cp.Moved.Objects
 		p.Moved.Bytes += cp.Moved.Bytes
 		p.Moved.WrittenBytes += cp.Moved.WrittenBytes

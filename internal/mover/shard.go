@@ -44,6 +44,8 @@ type shard struct {
 	eq        *equivalences
 	// tagCounts: the source sends x-amz-tagging-count (see meta).
 	tagCounts atomic.Bool
+	// srcLocks and tgtLocks read the versions' locks (lockread.go).
+	srcLocks, tgtLocks *lockSide
 
 	mu    sync.Mutex
 	cp    *Checkpoint
@@ -80,6 +82,7 @@ func RunShard(ctx context.Context, spec *Spec, index int, stores Stores, opts Op
 		log: opts.Log.WithValues("move", spec.MoveID, "shard", shardIndex, "pass", spec.Pass, "mode", spec.Mode),
 	}
 	s.transfers = semaphore.NewWeighted(int64(s.limits.Concurrency))
+	s.srcLocks, s.tgtLocks = newLockSide(stores.Source, spec.Source.Bucket), newLockSide(stores.Target, spec.Target.Bucket)
 	s.tagCounts.Store(spec.Source.SendsTagCount)
 	s.buffers.New = func() any { b := make([]byte, s.limits.SmallObject); return &b }
 
@@ -268,14 +271,23 @@ func (s *shard) saveEvery(ctx context.Context, stop context.CancelCauseFunc) {
 	}
 }
 
-// checkBuckets fails early when a bucket is missing or the target cannot keep
-// versions a VersionsAll move copies.
+// checkBuckets fails early when a bucket is missing, the target cannot keep versions
+// a VersionsAll move copies, or has no object lock for a move of object lock.
 func (s *shard) checkBuckets(ctx context.Context) error {
 	if _, err := s.stores.Source.HeadBucket(ctx, s.spec.Source.Bucket); err != nil {
 		return onSource(err)
 	}
 	if _, err := s.stores.Target.HeadBucket(ctx, s.spec.Target.Bucket); err != nil {
 		return onTarget(err)
+	}
+	if s.spec.ObjectLock != nil {
+		lock, err := s.stores.Target.GetObjectLockConfiguration(ctx, s.spec.Target.Bucket)
+		if err != nil {
+			return onTarget(err)
+		}
+		if !lock.Enabled {
+			return fmt.Errorf("target bucket %s has no object lock: a move of object lock writes every version with its lock", s.spec.Target.Bucket)
+		}
 	}
 	if s.spec.Versions != VersionsAll {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
 // Spec is one pass of one move, everything a mover needs but the stores' credentials
@@ -43,6 +44,10 @@ type Spec struct {
 	// bound (zero: every shard at once, or the runner's own bound).
 	Parallelism int    `json:"parallelism,omitempty"`
 	Limits      Limits `json:"limits,omitempty"`
+	// ObjectLock, set for a bucket with object lock, moves every version with what
+	// locks it, within the target's rules (lock.go). The target bucket must have
+	// object lock.
+	ObjectLock *LockRules `json:"objectLock,omitempty"`
 }
 
 // Bucket is one side of a move: a bucket on a store and how to reach it.
@@ -215,6 +220,16 @@ func (s *Spec) Validate() error {
 	}
 	if !slices.IsSorted(s.Boundaries) || len(slices.Compact(slices.Clone(s.Boundaries))) != len(s.Boundaries) {
 		errs = append(errs, errors.New("boundaries must be strictly increasing"))
+	}
+	if l := s.ObjectLock; l != nil {
+		for _, m := range l.AllowedModes {
+			if m != s3.RetentionGovernance && m != s3.RetentionCompliance {
+				errs = append(errs, fmt.Errorf("objectLock.allowedModes: %q is no retention mode", m))
+			}
+		}
+		if l.MaxRetentionDays < 0 {
+			errs = append(errs, fmt.Errorf("objectLock.maxRetentionDays must not be negative, not %d", l.MaxRetentionDays))
+		}
 	}
 	if l := s.Limits; l.PartSize != 0 && l.PartSize < minPartSize {
 		errs = append(errs, fmt.Errorf("limits.partSize %d is below S3's smallest part (%d)", l.PartSize, minPartSize))

@@ -143,6 +143,12 @@ type Client interface {
 	// GetObjectLegalHold whether a legal hold is on it.
 	GetObjectRetention(ctx context.Context, bucket, key, versionID string) (ObjectRetention, error)
 	GetObjectLegalHold(ctx context.Context, bucket, key, versionID string) (bool, error)
+	// PutObjectRetention sets a version's retention (bypassGovernance: asking to
+	// change a Governance one otherwise than lengthening it); PutObjectLegalHold
+	// turns its legal hold on or off. Only a move calls them, to give a copied
+	// version the source's lock.
+	PutObjectRetention(ctx context.Context, bucket, key, versionID string, r ObjectRetention, bypassGovernance bool) error
+	PutObjectLegalHold(ctx context.Context, bucket, key, versionID string, on bool) error
 	// DeleteObjectsBypassingGovernance is DeleteObjects, deleting versions under
 	// Governance retention too.
 	DeleteObjectsBypassingGovernance(ctx context.Context, bucket string, objects []ObjectID) error

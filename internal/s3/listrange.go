@@ -141,6 +141,22 @@ func versionEntries(out *awss3.ListObjectVersionsOutput, raw []byte) []ObjectEnt
 		p, ok := pos[id{e.Key, e.VersionID, e.IsDeleteMarker}]
 		return p, ok
 	}
+	if !sortedByKey(order) {
+		// Versity lists a page's delete markers apart from its versions: its order is
+		// no history. Its version IDs are ULIDs, which sort as they were made, markers
+		// and versions alike, and the current one leads.
+		sort.SliceStable(entries, func(i, j int) bool {
+			a, b := entries[i], entries[j]
+			switch {
+			case a.Key != b.Key:
+				return a.Key < b.Key
+			case a.IsLatest != b.IsLatest:
+				return a.IsLatest
+			}
+			return a.VersionID > b.VersionID
+		})
+		return entries
+	}
 	sort.SliceStable(entries, func(i, j int) bool {
 		pi, oki := rank(entries[i])
 		pj, okj := rank(entries[j])
@@ -153,6 +169,17 @@ func versionEntries(out *awss3.ListObjectVersionsOutput, raw []byte) []ObjectEnt
 		return entries[i].LastModified.After(entries[j].LastModified)
 	})
 	return entries
+}
+
+// sortedByKey says whether a listing's document lists its entries in key order, a
+// key's versions and delete markers together, as S3 does.
+func sortedByKey(order []ObjectEntry) bool {
+	for i := 1; i < len(order); i++ {
+		if order[i].Key < order[i-1].Key {
+			return false
+		}
+	}
+	return true
 }
 
 // documentOrder reads the Version and DeleteMarker elements of a ListObjectVersions

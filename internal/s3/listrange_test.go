@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,41 @@ func TestVersionEntriesKeepTheStoresOrder(t *testing.T) {
 	// grouped by key.
 	if got := versionEntries(out, nil); got[3].Key != "b" {
 		t.Errorf("fallback order %+v", got)
+	}
+}
+
+// Versity lists a page's delete markers before its versions: the entries come back in
+// key order, each key's newest first by its version IDs (ULIDs, made in order).
+func TestVersionEntriesOfAStoreListingMarkersApart(t *testing.T) {
+	same := time.Unix(1700000000, 0)
+	out := &awss3.ListObjectVersionsOutput{
+		Versions: []types.ObjectVersion{
+			{Key: aws.String("a"), VersionId: aws.String("01B"), LastModified: &same},
+			{Key: aws.String("k"), VersionId: aws.String("01E"), LastModified: &same},
+			{Key: aws.String("k"), VersionId: aws.String("01C"), LastModified: &same},
+			{Key: aws.String("z"), VersionId: aws.String("01G"), LastModified: &same, IsLatest: aws.Bool(true)},
+		},
+		DeleteMarkers: []types.DeleteMarkerEntry{
+			{Key: aws.String("k"), VersionId: aws.String("01F"), LastModified: &same, IsLatest: aws.Bool(true)},
+			{Key: aws.String("k"), VersionId: aws.String("01D"), LastModified: &same},
+			{Key: aws.String("a"), VersionId: aws.String("01H"), LastModified: &same, IsLatest: aws.Bool(true)},
+		},
+	}
+	raw := []byte(`<ListVersionsResult>
+<DeleteMarker><Key>a</Key><VersionId>01H</VersionId></DeleteMarker>
+<DeleteMarker><Key>k</Key><VersionId>01F</VersionId></DeleteMarker>
+<DeleteMarker><Key>k</Key><VersionId>01D</VersionId></DeleteMarker>
+<Version><Key>a</Key><VersionId>01B</VersionId></Version>
+<Version><Key>k</Key><VersionId>01E</VersionId></Version>
+<Version><Key>k</Key><VersionId>01C</VersionId></Version>
+<Version><Key>z</Key><VersionId>01G</VersionId></Version>
+</ListVersionsResult>`)
+	var got []string
+	for _, e := range versionEntries(out, raw) {
+		got = append(got, e.Key+"/"+e.VersionID)
+	}
+	want := "a/01H a/01B k/01F k/01E k/01D k/01C z/01G"
+	if strings.Join(got, " ") != want {
+		t.Errorf("entries %v, want %s", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,8 +13,9 @@ import (
 // S3 Object Lock: a bucket created with it keeps every version, and a version under a
 // retention or a legal hold cannot be deleted until it ends (a plain DELETE only adds a
 // delete marker). The operator sets a bucket's default retention and reads what locks a
-// version when a purge cannot delete it; it never sets a version's retention or legal
-// hold itself.
+// version when a purge cannot delete it. Only a move sets a version's lock: it writes
+// each version with the source's (ObjectMeta.Lock), and lengthens a retention or turns
+// a legal hold on or off in place where the source's changed after the copy.
 
 // RetentionMode is an object lock retention mode as S3 names it.
 type RetentionMode string
@@ -44,6 +46,57 @@ type ObjectLockConfig struct {
 type ObjectRetention struct {
 	Mode  RetentionMode
 	Until time.Time
+}
+
+// ObjectLock is what locks one object version: a retention (Mode "" for none) until
+// RetainUntil, and a legal hold.
+type ObjectLock struct {
+	Mode        RetentionMode
+	RetainUntil time.Time
+	LegalHold   bool
+}
+
+// IsZero says nothing locks the version.
+func (l ObjectLock) IsZero() bool { return l.Mode == "" && !l.LegalHold }
+
+// String says the lock as a message names it: "COMPLIANCE until 2026-01-02T03:04:05Z,
+// legal hold".
+func (l ObjectLock) String() string {
+	var parts []string
+	if l.Mode != "" {
+		parts = append(parts, string(l.Mode)+" until "+l.RetainUntil.UTC().Format(time.RFC3339))
+	}
+	if l.LegalHold {
+		parts = append(parts, "legal hold")
+	}
+	if len(parts) == 0 {
+		return "no lock"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// headers are the lock as a write's x-amz-object-lock-* headers (zero values: none).
+func (l ObjectLock) headers() (types.ObjectLockMode, *time.Time, types.ObjectLockLegalHoldStatus) {
+	var mode types.ObjectLockMode
+	var until *time.Time
+	if l.Mode != "" {
+		mode, until = types.ObjectLockMode(l.Mode), aws.Time(l.RetainUntil)
+	}
+	var hold types.ObjectLockLegalHoldStatus
+	if l.LegalHold {
+		hold = types.ObjectLockLegalHoldStatusOn
+	}
+	return mode, until, hold
+}
+
+// lockOfHeaders reads the lock a GET or HEAD answered; a retention without a date is
+// none.
+func lockOfHeaders(mode string, until *time.Time, hold types.ObjectLockLegalHoldStatus) ObjectLock {
+	l := ObjectLock{LegalHold: hold == types.ObjectLockLegalHoldStatusOn}
+	if mode != "" && until != nil {
+		l.Mode, l.RetainUntil = RetentionMode(mode), *until
+	}
+	return l
 }
 
 // noLockConfigCodes are the answers that mean "no object lock configuration here": a
@@ -156,6 +209,37 @@ func (c *client) GetObjectLegalHold(ctx context.Context, bucket, key, versionID 
 		return nil
 	})
 	return on, err
+}
+
+// PutObjectRetention sets a version's retention. bypassGovernance sends
+// x-amz-bypass-governance-retention, which a store asks for to change a Governance
+// retention other than by lengthening it (to Compliance, for one).
+func (c *client) PutObjectRetention(ctx context.Context, bucket, key, versionID string, r ObjectRetention, bypassGovernance bool) error {
+	if r.Mode != RetentionGovernance && r.Mode != RetentionCompliance {
+		return invalid("PutObjectRetention", bucket, "a retention needs a mode")
+	}
+	return c.call(ctx, "PutObjectRetention", bucket, key, func(ctx context.Context) error {
+		in := &awss3.PutObjectRetentionInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: nonEmpty(versionID),
+			Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionMode(r.Mode), RetainUntilDate: aws.Time(r.Until)}}
+		if bypassGovernance {
+			in.BypassGovernanceRetention = aws.Bool(true)
+		}
+		_, err := c.api.PutObjectRetention(ctx, in)
+		return err
+	})
+}
+
+// PutObjectLegalHold turns a version's legal hold on or off.
+func (c *client) PutObjectLegalHold(ctx context.Context, bucket, key, versionID string, on bool) error {
+	status := types.ObjectLockLegalHoldStatusOff
+	if on {
+		status = types.ObjectLockLegalHoldStatusOn
+	}
+	return c.call(ctx, "PutObjectLegalHold", bucket, key, func(ctx context.Context) error {
+		_, err := c.api.PutObjectLegalHold(ctx, &awss3.PutObjectLegalHoldInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: nonEmpty(versionID),
+			LegalHold: &types.ObjectLockLegalHold{Status: status}})
+		return err
+	})
 }
 
 // DeleteObjectsBypassingGovernance is DeleteObjects with x-amz-bypass-governance-retention:

@@ -79,12 +79,14 @@ type Part struct {
 // and returns its ID.
 func (c *client) CreateMultipartUpload(ctx context.Context, bucket, key string, meta ObjectMeta) (string, error) {
 	var id string
+	lockMode, until, hold := meta.Lock.headers()
 	err := c.call(ctx, "CreateMultipartUpload", bucket, key, func(ctx context.Context) error {
 		out, err := c.api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
 			Bucket: aws.String(bucket), Key: aws.String(key), Metadata: meta.Metadata, Tagging: tagging(meta.Tags),
 			ContentType: nonEmpty(meta.ContentType), ContentEncoding: nonEmpty(meta.ContentEncoding),
 			ContentLanguage: nonEmpty(meta.ContentLanguage), ContentDisposition: nonEmpty(meta.ContentDisposition),
-			CacheControl: nonEmpty(meta.CacheControl),
+			CacheControl:   nonEmpty(meta.CacheControl),
+			ObjectLockMode: lockMode, ObjectLockRetainUntilDate: until, ObjectLockLegalHoldStatus: hold,
 		}, writeOptions(false, meta.Expires)...)
 		if err != nil {
 			return err

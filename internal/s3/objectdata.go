@@ -41,6 +41,10 @@ type ObjectMeta struct {
 	// Tags are the object's tags. ReadObject and OpenObject do not fill them: read
 	// them with GetObjectTagging when TagCount says there are any.
 	Tags map[string]string
+	// Lock is what locks the version (object lock): a read fills it from the
+	// x-amz-object-lock-* headers the store answers, a write sends it as those
+	// headers, so a version is never written without it.
+	Lock ObjectLock
 }
 
 // ObjectInfo is what a GET or HEAD of one object version answered.
@@ -202,7 +206,8 @@ func (c *client) HeadObject(ctx context.Context, bucket, key string, req ReadReq
 			return err
 		}
 		info = objectHeaders{out.ContentType, out.ContentEncoding, out.ContentLanguage, out.ContentDisposition, out.CacheControl,
-			out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, nil, out.ContentLength, out.LastModified}.info()
+			out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, nil, out.ContentLength, out.LastModified,
+			lockOfHeaders(string(out.ObjectLockMode), out.ObjectLockRetainUntilDate, out.ObjectLockLegalHoldStatus)}.info()
 		return nil
 	})
 	return info, err
@@ -245,6 +250,7 @@ func (c *client) WriteObject(ctx context.Context, bucket, key string, meta Objec
 			ContentLanguage: nonEmpty(meta.ContentLanguage), ContentDisposition: nonEmpty(meta.ContentDisposition),
 			CacheControl: nonEmpty(meta.CacheControl),
 		}
+		in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus = meta.Lock.headers()
 		if size == 0 {
 			in.Body = bytes.NewReader(nil)
 		}
@@ -312,7 +318,8 @@ func getInput(bucket, key string, req ReadRequest) *awss3.GetObjectInput {
 
 func getInfo(out *awss3.GetObjectOutput) ObjectInfo {
 	return objectHeaders{out.ContentType, out.ContentEncoding, out.ContentLanguage, out.ContentDisposition, out.CacheControl,
-		out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, out.TagCount, out.ContentLength, out.LastModified}.info()
+		out.ExpiresString, out.ETag, out.VersionId, out.ContentRange, out.Metadata, out.PartsCount, out.TagCount, out.ContentLength, out.LastModified,
+		lockOfHeaders(string(out.ObjectLockMode), out.ObjectLockRetainUntilDate, out.ObjectLockLegalHoldStatus)}.info()
 }
 
 // objectHeaders are the headers of an object a GET and a HEAD both answer (a HEAD
@@ -324,6 +331,7 @@ type objectHeaders struct {
 	partsCount, tagCount                                                                     *int32
 	contentLength                                                                            *int64
 	lastModified                                                                             *time.Time
+	lock                                                                                     ObjectLock
 }
 
 func (h objectHeaders) info() ObjectInfo {
@@ -332,6 +340,7 @@ func (h objectHeaders) info() ObjectInfo {
 			ContentType: aws.ToString(h.contentType), ContentEncoding: aws.ToString(h.contentEncoding),
 			ContentLanguage: aws.ToString(h.contentLanguage), ContentDisposition: aws.ToString(h.contentDisposition),
 			CacheControl: aws.ToString(h.cacheControl), Expires: aws.ToString(h.expires), Metadata: h.metadata,
+			Lock: h.lock,
 		},
 		ETag: unquote(aws.ToString(h.etag)), VersionID: aws.ToString(h.versionID), TagCount: -1,
 		PartsCount: aws.ToInt32(h.partsCount), ContentLength: aws.ToInt64(h.contentLength),

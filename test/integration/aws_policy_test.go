@@ -144,24 +144,7 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 // differ from AWS's, testenv corrects moto, not the policy: see testenv.motoMain.)
 func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "access.md"))
-	must(t, err)
-	text := string(readme)
-	begin, end := strings.Index(text, "<!-- aws-operator-policy:begin -->"), strings.Index(text, "<!-- aws-operator-policy:end -->")
-	if begin < 0 || end < begin {
-		t.Fatal("docs/access.md has no aws-operator-policy block")
-	}
-	block := text[begin:end]
-	block = block[strings.Index(block, "```json")+len("```json") : strings.LastIndex(block, "```")]
-	block = strings.NewReplacer("<ACCOUNT_ID>", account, "<BUCKET_NAME_PREFIX>", prefix).Replace(block)
-
-	var doc struct {
-		Version   string
-		Statement []map[string]any
-	}
-	if err := json.Unmarshal([]byte(block), &doc); err != nil {
-		t.Fatalf("docs/access.md's AWS policy is not JSON: %v", err)
-	}
+	doc := awsOperatorPolicy(t, account, prefix)
 	widened := 0
 	for _, st := range doc.Statement {
 		if actions := actionsOf(st["Action"]); len(actions) > 0 && strings.HasPrefix(actions[0], "iam:") && st["Resource"] != "*" {
@@ -175,6 +158,33 @@ func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 	out, err := json.Marshal(doc)
 	must(t, err)
 	return string(out)
+}
+
+// awsPolicy is an IAM policy document.
+type awsPolicy struct {
+	Version   string
+	Statement []map[string]any
+}
+
+// awsOperatorPolicy is docs/access.md's AWS policy for the operator with its
+// placeholders filled in.
+func awsOperatorPolicy(t *testing.T, account, prefix string) awsPolicy {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "access.md"))
+	must(t, err)
+	text := string(readme)
+	begin, end := strings.Index(text, "<!-- aws-operator-policy:begin -->"), strings.Index(text, "<!-- aws-operator-policy:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("docs/access.md has no aws-operator-policy block")
+	}
+	block := text[begin:end]
+	block = block[strings.Index(block, "```json")+len("```json") : strings.LastIndex(block, "```")]
+	block = strings.NewReplacer("<ACCOUNT_ID>", account, "<BUCKET_NAME_PREFIX>", prefix).Replace(block)
+	var doc awsPolicy
+	if err := json.Unmarshal([]byte(block), &doc); err != nil {
+		t.Fatalf("docs/access.md's AWS policy is not JSON: %v", err)
+	}
+	return doc
 }
 
 func actionsOf(v any) []string {

@@ -210,7 +210,13 @@ type writer struct {
 }
 
 func (f *fixture) startWriter(secret, bucket string) *writer {
-	w := workload.Start(f.ctx, bucket, func(ctx context.Context) s3.Client { return f.secretClientCtx(ctx, secret).c })
+	return f.startWriterEvery(secret, bucket, 0)
+}
+
+// startWriterEvery is startWriter for a writer starting a request at most once every
+// every (workload.StartEvery).
+func (f *fixture) startWriterEvery(secret, bucket string, every time.Duration) *writer {
+	w := workload.StartEvery(f.ctx, bucket, every, func(ctx context.Context) s3.Client { return f.secretClientCtx(ctx, secret).c })
 	f.t.Cleanup(func() { w.Stop() })
 	return &writer{Writer: w, f: f}
 }

@@ -23,6 +23,8 @@ const retryBackoff = 100 * time.Millisecond
 type Writer struct {
 	bucket  string
 	connect func(context.Context) s3.Client
+	// every is the least time from one request's start to the next one's (0: none).
+	every time.Duration
 	// stopping ends the writer between requests: one cut short could have been carried
 	// out without being acknowledged, which would read as lost.
 	stopping atomic.Bool
@@ -47,7 +49,15 @@ const Keys = 40
 // Start runs a writer on bucket until Stop or ctx ends. connect reads the credentials
 // (the Secret) and returns a client, or nil while they cannot be read.
 func Start(ctx context.Context, bucket string, connect func(context.Context) s3.Client) *Writer {
-	w := &Writer{bucket: bucket, connect: connect, done: make(chan struct{}), log: AckLog{Last: map[string]string{}}}
+	return StartEvery(ctx, bucket, 0, connect)
+}
+
+// StartEvery is Start for a writer that starts a request at most once every every:
+// an application of a steady pace. In a bucket that keeps every version (object
+// lock), each write is a version a move copies, however few the keys: a writer faster
+// than the move copies keeps the move catching up.
+func StartEvery(ctx context.Context, bucket string, every time.Duration, connect func(context.Context) s3.Client) *Writer {
+	w := &Writer{bucket: bucket, connect: connect, every: every, done: make(chan struct{}), log: AckLog{Last: map[string]string{}}}
 	go w.run(ctx)
 	return w
 }
@@ -55,10 +65,18 @@ func Start(ctx context.Context, bucket string, connect func(context.Context) s3.
 func (w *Writer) run(ctx context.Context) {
 	defer close(w.done)
 	c := w.connect(ctx)
+	var next time.Time
 	for i := 0; !w.stopping.Load(); i++ {
 		name := fmt.Sprintf("live/%02d", i%Keys)
 		content := fmt.Sprintf("%s@%d", name, i)
 		del := i%5 == 4
+		if w.every > 0 && i > 0 {
+			select { // the pace of the application, not a wait for the store
+			case <-ctx.Done():
+			case <-time.After(time.Until(next)):
+			}
+		}
+		next = time.Now().Add(w.every)
 		for ctx.Err() == nil {
 			err := fmt.Errorf("no credentials")
 			if c != nil {

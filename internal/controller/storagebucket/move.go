@@ -161,7 +161,8 @@ func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.Mo
 }
 
 // planMove runs the plan pass, then refuses a move whose data the target's quota
-// cannot take, before anything is created there.
+// cannot take, or whose locked versions its object lock guardrails do not allow,
+// before anything is created there.
 func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
 	p, done, err := r.runPass(ctx, scope, t, m, mover.ModePlan)
 	if err != nil || !done {
@@ -174,6 +175,9 @@ func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTa
 	if err := beyondQuota(scope.sb, t, m); err != nil {
 		r.yieldSlot(ctx, scope, m)
 		return moveStep{err: err}
+	}
+	if refusal := lockedVersionsRefusal(p.Plan, t.store); refusal != nil {
+		return moveStep{err: refusal}
 	}
 	m.Phase, m.Pass, m.Message = bkv1.MoveCopying, 2, "copying every object"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "copying %d objects (%d bytes) to ObjectStore %s in %d shards", m.TotalObjects, m.TotalBytes, m.To, len(m.Boundaries)+1)

@@ -140,6 +140,7 @@ func newMoveRig(t *testing.T, f *targetS3) (*rig, *bucketScope, *moveTargetScope
 	g.sb.Status.Move = m
 	target := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "target"}}
 	target.Spec.Endpoint = "http://target.example"
-	scope := &bucketScope{sb: g.sb, patcher: g.patcher(), bucket: rigBucket, owner: g.r.ownerIn(g.sb, "ns-uid")}
+	source := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "store"}}
+	scope := &bucketScope{sb: g.sb, patcher: g.patcher(), store: source, s3: &fakeS3{}, bucket: rigBucket, owner: g.r.ownerIn(g.sb, "ns-uid")}
 	return g, scope, &moveTargetScope{store: target, s3: f, bucket: rigBucket}, m
 }

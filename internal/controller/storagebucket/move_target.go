@@ -49,6 +49,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
 	refusal := checkGuardrails(there)
 	if refusal == nil {
+		refusal = checkMoveLock(sb, target)
+	}
+	if refusal == nil {
 		if refusal, err = r.checkMoveName(ctx, there); err != nil {
 			return nil, err
 		}
@@ -67,7 +70,8 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 }
 
 // ensureMoveTarget makes the target bucket this claim's before any object is copied:
-// created (with object lock, if the bucket has it) and tagged, or found tagged as
+// created (with object lock and the source's lock configuration, if the bucket has
+// it: move_lock.go) and tagged, or found tagged as
 // this claim's (on a store an earlier move left, that bucket, thawed and no longer
 // tagged as moved: see reclaimMovedBucket); with versioning Enabled where every
 // version is copied or the claim asks for it. The rest of the configuration is
@@ -81,6 +85,10 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 	sb := scope.sb
 	if v, ok := r.moveTargets.Load(m.ID); ok && v == t.bucket {
 		return nil
+	}
+	lock, err := moveLock(ctx, scope, t)
+	if err != nil {
+		return err
 	}
 	defer r.names.lock(t.store.Spec.Endpoint + "\x00" + t.bucket)()
 	tags, err := headBucket(ctx, t.s3, t.bucket)
@@ -97,11 +105,7 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		// own: what this pass goes on to record (a refusal below, the pass's progress)
 		// is m's, so m is the claim's status.move again.
 		sb.Status.Move = m
-		create := t.s3.CreateBucket
-		if sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil {
-			create = t.s3.CreateBucketWithObjectLock
-		}
-		if err := r.createMoveTarget(ctx, t, m, create, sentBefore); err != nil {
+		if err := r.createMoveTarget(ctx, t, m, moveTargetCreator(t, lock), sentBefore); err != nil {
 			return err
 		}
 		// Read, not taken for granted: Ceph RGW answers its owner's CreateBucket of a
@@ -155,14 +159,18 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 			return reconcile.AsStepError(err, fmt.Sprintf("enabling versioning on bucket %q of ObjectStore %q", t.bucket, t.store.Name))
 		}
 	}
+	if err := applyMoveLock(ctx, t, lock); err != nil {
+		return err
+	}
 	r.moveTargets.Store(m.ID, t.bucket)
 	r.moveCreates.Delete(m.ID) // tagged: a create landing late can take nothing from it
 	return nil
 }
 
-// copiesVersions says whether the move copies every version and delete marker.
+// copiesVersions says whether the move copies every version and delete marker: asked
+// for, or a bucket with object lock, whose every version a lock may keep.
 func copiesVersions(sb *bkv1.StorageBucket) bool {
-	return sb.Spec.Move != nil && sb.Spec.Move.Versions == bkv1.MoveVersionsAll
+	return sb.Spec.Move != nil && sb.Spec.Move.Versions == bkv1.MoveVersionsAll || hasObjectLock(sb)
 }
 
 // removeMoveTarget empties and deletes the bucket an unfinished move made on its
@@ -214,6 +222,7 @@ func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveT
 		Source:      r.moverBucket(scope.store, scope.bucket, scope.region),
 		Target:      r.moverBucket(t.store, t.bucket, t.region),
 		Parallelism: moverParallelism(scope.store, t.store),
+		ObjectLock:  moverLockRules(scope.sb, t.store),
 	}
 	if copiesVersions(scope.sb) {
 		spec.Versions = mover.VersionsAll

@@ -1,0 +1,196 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/go-logr/logr/testr"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/mover"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
+	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+)
+
+// moveCallActions are the AWS actions that authorize each request a move sends, on
+// a bucket (ARN arn:aws:s3:::bucket) or on its objects (bucket/*). A move of a locked
+// bucket copies versions, so a read names a version (s3:GetObjectVersion, and
+// s3:GetObjectVersionTagging for its tags), and a write carries the version's tags
+// and lock (s3:PutObjectTagging, s3:PutObjectRetention, s3:PutObjectLegalHold).
+var moveCallActions = map[string]struct {
+	object  bool
+	actions []string
+}{
+	"HeadBucket":                 {false, []string{"s3:ListBucket"}},
+	"ListObjectsV2":              {false, []string{"s3:ListBucket"}},
+	"ListObjectVersions":         {false, []string{"s3:ListBucketVersions"}},
+	"ListMultipartUploads":       {false, []string{"s3:ListBucketMultipartUploads"}},
+	"GetBucketVersioning":        {false, []string{"s3:GetBucketVersioning"}},
+	"GetObjectLockConfiguration": {false, []string{"s3:GetBucketObjectLockConfiguration"}},
+	"GetObject":                  {true, []string{"s3:GetObject", "s3:GetObjectVersion"}},
+	"HeadObject":                 {true, []string{"s3:GetObject", "s3:GetObjectVersion"}},
+	"GetObjectTagging":           {true, []string{"s3:GetObjectTagging", "s3:GetObjectVersionTagging"}},
+	"GetObjectRetention":         {true, []string{"s3:GetObjectRetention"}},
+	"GetObjectLegalHold":         {true, []string{"s3:GetObjectLegalHold"}},
+	"PutObject":                  {true, []string{"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold"}},
+	"CreateMultipartUpload":      {true, []string{"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold"}},
+	"UploadPart":                 {true, []string{"s3:PutObject"}},
+	"CompleteMultipartUpload":    {true, []string{"s3:PutObject"}},
+	"ListParts":                  {true, []string{"s3:ListMultipartUploadParts"}},
+	"AbortMultipartUpload":       {true, []string{"s3:AbortMultipartUpload"}},
+	"DeleteObject":               {true, []string{"s3:DeleteObject"}},
+	"DeleteObjects":              {true, []string{"s3:DeleteObject", "s3:DeleteObjectVersion"}},
+	// Turning a Governance retention into the source's Compliance one bypasses it.
+	"PutObjectRetention": {true, []string{"s3:PutObjectRetention", "s3:BypassGovernanceRetention"}},
+	"PutObjectLegalHold": {true, []string{"s3:PutObjectLegalHold"}},
+}
+
+// TestMovesCallWhatTheAWSPolicyAllows moves a locked bucket from SeaweedFS to Ceph RGW
+// with the mover (tags, a multipart object, a key deleted and written again, a legal
+// hold, then a hold lifted on the target and a retention lengthened on the source,
+// which a final pass sets in place) and holds its requests to docs/access.md's AWS
+// policy: each operation it sent is one whose AWS actions the test knows, and the
+// policy grants each action of every operation a move sends, on the bucket or on its
+// objects. moto, which runs the operator
+// under that policy in TestOperatorRunsUnderTheAWSPolicy, has no GetObjectRetention
+// and authorizes the lock calls as plain reads and writes, so the actions are checked
+// here, from what a move really calls.
+func TestMovesCallWhatTheAWSPolicyAllows(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	src, tgt := "mv-policy-"+randomHex(4), "mv-policy-"+randomHex(4)
+	sc, tc := seaweed.Client(), rgw.Client()
+	for _, b := range []struct {
+		c    *awss3.Client
+		srv  *testenv.S3Server
+		name string
+	}{{sc, seaweed, src}, {tc, rgw, tgt}} {
+		_, err := b.c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(b.name), ObjectLockEnabledForBucket: aws.Bool(true)})
+		must(t, err)
+		t.Cleanup(func() { emptyLockedBucket(t, b.srv, b.name) })
+		_, err = b.c.PutObjectLockConfiguration(ctx, &awss3.PutObjectLockConfigurationInput{Bucket: aws.String(b.name),
+			ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+				Rule: &types.ObjectLockRule{DefaultRetention: &types.DefaultRetention{Mode: types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}}}})
+		must(t, err)
+	}
+	put := func(key, body string, in *awss3.PutObjectInput) {
+		in.Bucket, in.Key, in.Body = aws.String(src), aws.String(key), strings.NewReader(body)
+		_, err := sc.PutObject(ctx, in)
+		must(t, err)
+	}
+	put("plain", "tagged", &awss3.PutObjectInput{Tagging: aws.String("team=data"), Metadata: map[string]string{"origin": "test"}})
+	put("held", "on hold", &awss3.PutObjectInput{ObjectLockLegalHoldStatus: types.ObjectLockLegalHoldStatusOn})
+	put("again", "first", &awss3.PutObjectInput{})
+	_, err := sc.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(src), Key: aws.String("again")})
+	must(t, err)
+	put("again", "second", &awss3.PutObjectInput{})
+	up, err := sc.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String(src), Key: aws.String("big")})
+	must(t, err)
+	var parts []types.CompletedPart
+	for i, size := range []int{5 << 20, 1 << 10} {
+		n := int32(i + 1)
+		p, err := sc.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String(src), Key: aws.String("big"), UploadId: up.UploadId,
+			PartNumber: aws.Int32(n), Body: bytes.NewReader(bytes.Repeat([]byte{byte(n)}, size))})
+		must(t, err)
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(n), ETag: p.ETag})
+	}
+	_, err = sc.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: aws.String(src), Key: aws.String("big"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	must(t, err)
+
+	var mu sync.Mutex
+	called := map[string]bool{}
+	runner := &mover.InProcess{Checkpoints: &mover.ConfigMapCheckpoints{Client: k8s, Namespace: moverNamespace}, Log: testr.New(t),
+		Backoff: 200 * time.Millisecond, Observe: func(_, op string, _ int, _ error) { mu.Lock(); called[op] = true; mu.Unlock() }}
+	spec := mover.Spec{MoveID: "aws-policy-" + randomHex(4), Versions: mover.VersionsAll,
+		Source:     mover.Bucket{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true, Bucket: src},
+		Target:     mover.Bucket{Endpoint: rgw.Endpoint, Region: rgw.Region, ForcePathStyle: true, Bucket: tgt},
+		ObjectLock: &mover.LockRules{AllowedModes: []s3.RetentionMode{s3.RetentionGovernance, s3.RetentionCompliance}},
+		Limits:     mover.Limits{CheckpointInterval: mover.Duration{Duration: time.Second}}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = runner.Forget(ctx, spec.MoveID)
+		runner.Close()
+	})
+	final := func(pass int) mover.Progress {
+		t.Helper()
+		s := spec
+		s.Mode, s.Pass = mover.ModeFinal, pass
+		must(t, runner.Start(ctx, mover.Move{Spec: s,
+			Source: mover.Credentials{AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey},
+			Target: mover.Credentials{AccessKeyID: rgw.AccessKeyID, SecretAccessKey: rgw.SecretAccessKey}}))
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			p, err := runner.Progress(ctx, spec.MoveID, pass, 1)
+			if err == nil && p.Done == 1 {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("final pass %d not done after 3m: %+v (%v)", pass, p, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if p := final(1); !p.Verified || p.Failures.Count != 0 {
+		t.Fatalf("final pass: verified %v, failures %s, differences %s", p.Verified, p.Failures, p.Differences)
+	}
+	// The target's hold lifted, the source's retention lengthened: the next final
+	// pass sets both in place.
+	_, err = tc.PutObjectLegalHold(ctx, &awss3.PutObjectLegalHoldInput{Bucket: aws.String(tgt), Key: aws.String("held"),
+		LegalHold: &types.ObjectLockLegalHold{Status: types.ObjectLockLegalHoldStatusOff}})
+	must(t, err)
+	_, err = sc.PutObjectRetention(ctx, &awss3.PutObjectRetentionInput{Bucket: aws.String(src), Key: aws.String("plain"),
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeGovernance, RetainUntilDate: aws.Time(time.Now().Add(48 * time.Hour))}})
+	must(t, err)
+	if p := final(2); p.Counts.Locked != 2 {
+		t.Fatalf("final pass after the locks changed: %d set in place, want 2; differences %s", p.Counts.Locked, p.Differences)
+	}
+	if p := final(3); !p.Verified {
+		t.Fatalf("the next final pass: differences %s", p.Differences)
+	}
+
+	policy := awsOperatorPolicy(t, "123456789012", "team")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range []string{"GetObjectRetention", "GetObjectLegalHold", "PutObjectRetention", "PutObjectLegalHold", "CreateMultipartUpload", "GetObjectTagging"} {
+		if !called[op] {
+			t.Errorf("the move never called %s: the test does not show what it needs", op)
+		}
+	}
+	for op := range called {
+		if _, ok := moveCallActions[op]; !ok {
+			t.Errorf("the move called %s, whose AWS actions the test does not know: add them here and to docs/access.md's policy", op)
+		}
+	}
+	// Every request a move may send, those this one did not need too (ListParts
+	// resumes an upload a killed mover left).
+	for op, need := range moveCallActions {
+		for _, action := range need.actions {
+			if !policy.allows(action, need.object) {
+				t.Errorf("docs/access.md's AWS policy does not allow %s on the %s, which the move's %s needs", action, map[bool]string{true: "objects", false: "bucket"}[need.object], op)
+			}
+		}
+	}
+}
+
+// allows says whether a statement of the policy allows action on a bucket of the
+// operator's (object: on its objects).
+func (p awsPolicy) allows(action string, object bool) bool {
+	for _, st := range p.Statement {
+		res, _ := st["Resource"].(string)
+		if st["Effect"] == "Allow" && slices.Contains(actionsOf(st["Action"]), action) &&
+			strings.HasPrefix(res, "arn:aws:s3:::") && strings.HasSuffix(res, "/*") == object {
+			return true
+		}
+	}
+	return false
+}
