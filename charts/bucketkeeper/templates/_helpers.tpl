@@ -33,6 +33,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: bucketkeeper
 {{- end }}
 
+{{/*
+The manager's image, which the mover Jobs run too: repository@digest when a digest is
+given, else repository:tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "bucketkeeper.image" -}}
+{{- $i := .Values.image -}}
+{{- if $i.digest -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end }}
+
 {{- define "bucketkeeper.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "bucketkeeper.fullname" .) .Values.serviceAccount.name }}
