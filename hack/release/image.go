@@ -183,7 +183,7 @@ func layerTar(files []imageFile, created time.Time) (gz []byte, diffID string, e
 	}
 	sum := sha256.Sum256(raw.Bytes())
 	var out bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
 	if err != nil {
 		return nil, "", err
 	}
