@@ -95,7 +95,7 @@ func checkOnlyImage(t *testing.T, objs []*unstructured.Unstructured, want string
 // its mover Jobs alike, and reference no other image; changing the image the way the
 // docs say (helm's image.repository, image.tag or image.digest; `kustomize edit set
 // image` in config/default) changes both, so no move waits on an image that is not
-// there.
+// there. An image.digest that is no sha256 digest is refused, not rendered.
 func TestOneImageEverywhere(t *testing.T) {
 	released := releasedRepository + ":" + chartAppVersion(t)
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -114,6 +114,12 @@ func TestOneImageEverywhere(t *testing.T) {
 			out := renderChart(t, c.values)
 			checkOnlyImage(t, out.Objects, c.want)
 		})
+	}
+	for _, bad := range []string{"latest", "sha256:0123", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"} {
+		if _, err := renderChartErr(repoRoot(t), map[string]any{"image": map[string]any{"digest": bad}}); err == nil ||
+			!strings.Contains(err.Error(), "is not a digest") {
+			t.Errorf("image.digest %q: render error %v, want one saying it is not a digest", bad, err)
+		}
 	}
 	for name, set := range map[string]string{
 		"defaults":          "",

@@ -40,6 +40,9 @@ given, else repository:tag, the tag defaulting to the chart's appVersion.
 {{- define "bucketkeeper.image" -}}
 {{- $i := .Values.image -}}
 {{- if $i.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" $i.digest) -}}
+{{- fail (printf "image.digest %q is not a digest: sha256: and 64 hex digits, as cosign verify prints it" $i.digest) -}}
+{{- end -}}
 {{- printf "%s@%s" $i.repository $i.digest -}}
 {{- else -}}
 {{- printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) -}}
