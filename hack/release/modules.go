@@ -63,7 +63,7 @@ func listModules(root string, b build) ([]module, error) {
 			"-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Version}} {{.Dir}}{{else}}{{.Version}} {{.Dir}}{{end}}{{end}}{{end}}",
 			b.Package)
 		cmd.Dir = filepath.Join(root, b.ModuleDir)
-		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
