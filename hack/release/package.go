@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"debug/elf"
+	"debug/macho"
+	"debug/pe"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,26 +237,77 @@ func checkReleaseBinary(name, p string, data []byte, trimpath bool) (shippedBina
 	if err != nil {
 		return b, err
 	}
-	if (setting(b.Info, "-trimpath") == "true") != trimpath || !strings.Contains(setting(b.Info, "-ldflags"), "-s -w") ||
-		setting(b.Info, "CGO_ENABLED") != "0" {
-		return b, fmt.Errorf("%s %s was not built as a release (%s): want CGO_ENABLED=0 -ldflags=\"-s -w\" and -trimpath=%t", name, p, buildFlags(b.Info), trimpath)
+	if (setting(b.Info, "-trimpath") == "true") != trimpath || setting(b.Info, "CGO_ENABLED") != "0" {
+		return b, fmt.Errorf("%s %s was not built as a release (%s): want CGO_ENABLED=0 and -trimpath=%t", name, p, buildFlags(b.Info), trimpath)
 	}
-	if strings.HasPrefix(p, "linux/") {
+	// Go records -ldflags only without -trimpath (go.dev/issue/52372): the sections
+	// say whether the binary was stripped, where the flags are not there to say it.
+	ldflags, recorded := "", false
+	for _, s := range b.Info.Settings {
+		if s.Key == "-ldflags" {
+			ldflags, recorded = s.Value, true
+		}
+	}
+	if recorded && !strings.Contains(ldflags, "-s -w") {
+		return b, fmt.Errorf("%s %s was not built as a release (-ldflags=%q): want -ldflags=\"-s -w\"", name, p, ldflags)
+	}
+	if err := checkStripped(p, data); err != nil {
+		return b, fmt.Errorf("%s %s: %w", name, p, err)
+	}
+	return b, nil
+}
+
+// checkStripped fails unless a binary holds no DWARF (-w) and, where the format tells,
+// no symbol table (-s); a linux binary must also be static, for its architecture.
+func checkStripped(p string, data []byte) error {
+	goos, goarch, _ := strings.Cut(p, "/")
+	var sections []string
+	switch goos {
+	case "linux":
 		f, err := elf.NewFile(bytes.NewReader(data))
 		if err != nil {
-			return b, fmt.Errorf("%s %s: %w", name, p, err)
+			return err
 		}
-		want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[strings.TrimPrefix(p, "linux/")]
-		if f.Machine != want {
-			return b, fmt.Errorf("%s %s is an ELF binary for %v", name, p, f.Machine)
+		if want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch]; f.Machine != want {
+			return fmt.Errorf("an ELF binary for %v", f.Machine)
 		}
 		for _, prog := range f.Progs {
 			if prog.Type == elf.PT_INTERP {
-				return b, fmt.Errorf("%s %s is dynamically linked: the image has no libc", name, p)
+				return fmt.Errorf("dynamically linked: the image has no libc")
 			}
 		}
+		for _, s := range f.Sections {
+			sections = append(sections, s.Name)
+		}
+		if slices.Contains(sections, ".symtab") {
+			return fmt.Errorf("not stripped: it has a symbol table (want -ldflags=\"-s -w\")")
+		}
+	case "darwin":
+		f, err := macho.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		for _, s := range f.Sections {
+			sections = append(sections, s.Name)
+		}
+	case "windows":
+		f, err := pe.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		if len(f.Symbols) > 0 {
+			return fmt.Errorf("not stripped: it has a symbol table (want -ldflags=\"-s -w\")")
+		}
+		for _, s := range f.Sections {
+			sections = append(sections, s.Name)
+		}
 	}
-	return b, nil
+	for _, s := range sections {
+		if strings.Contains(s, "debug_") {
+			return fmt.Errorf("not stripped: it has DWARF (%s; want -ldflags=\"-s -w\")", s)
+		}
+	}
+	return nil
 }
 
 // pluginBinary reads the kubectl plugin's binary out of its krew archive, which must
