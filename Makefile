@@ -125,51 +125,6 @@ plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS in
 	$(RELEASE_TOOL) licenses -root $(CURDIR) -bin $(CURDIR)/$(RELEASE_BIN)
 	PLUGIN_NOTICES=$(RELEASE_BIN)/kubectl-bucketkeeper.notices GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
 
-##@ Release
-
-# A release is made from a tag vX.Y.Z (docs/versioning.md); without one, the chart's
-# version names it. The release workflow (.github/workflows/release.yaml) runs
-# `make release-dry-run RELEASE_TAG=<the tag>`, then pushes and signs what it wrote.
-RELEASE_TAG ?= v$(shell sed -n 's/^version: *//p' charts/bucketkeeper/Chart.yaml)
-# Where the image goes; the chart's values and config/manager name it too.
-RELEASE_IMAGE := ghcr.io/bucketkeeper/bucketkeeper
-RELEASE_PLATFORMS := linux/amd64 linux/arm64
-# The kubectl plugin's platforms built (hack/plugin-dist.sh's, all by default).
-RELEASE_PLUGIN_PLATFORMS ?= $(shell hack/plugin-dist.sh --platforms)
-# Every release binary is static, stripped and built with -trimpath. make test's
-# dry-run leaves -trimpath out (RELEASE_TRIMPATH=), as its test binaries do, so that the
-# linux/amd64 binaries reuse every package those compiled: -trimpath compiles each again
-# only to change the file names in stack traces. hack/release checks the binaries were
-# built as it is told.
-RELEASE_TRIMPATH ?= -trimpath
-RELEASE_BIN := bin/release
-# The commit and its time: every date in the artifacts is the commit's, so that one
-# commit makes one image digest (SOURCE_DATE_EPOCH, as reproducible builds name it).
-RELEASE_REVISION ?= $(shell git rev-parse HEAD)
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
-# hack/release, the release's packager: a module of its own (Helm, kustomize).
-RELEASE_TOOL = $(GO) -C hack/release run .
-
-.PHONY: release-dry-run
-release-dry-run: ## Build every release artifact into dist/ (RELEASE_TAG=vX.Y.Z), pushing nothing: image archives, chart, bundle, krew archives, SBOMs, SHA256SUMS.
-	@rm -rf dist $(RELEASE_BIN) && mkdir -p dist $(RELEASE_BIN)
-	@echo ">> licences of every module the operator and the plugin link"
-	@$(RELEASE_TOOL) licenses -root $(CURDIR) -bin $(CURDIR)/$(RELEASE_BIN)
-	@echo ">> the operator for $(RELEASE_PLATFORMS)"
-	@$(foreach p,$(RELEASE_PLATFORMS),GOOS=$(firstword $(subst /, ,$(p))) GOARCH=$(lastword $(subst /, ,$(p))) \
-	  $(GO) build $(RELEASE_TRIMPATH) -ldflags="-s -w" -o $(RELEASE_BIN)/bucketkeeper_$(subst /,_,$(p)) ./cmd/bucketkeeper &&) true
-	@echo ">> the kubectl plugin for $(RELEASE_PLUGIN_PLATFORMS)"
-	@PLUGIN_NOTICES=$(RELEASE_BIN)/kubectl-bucketkeeper.notices PLUGIN_PLATFORMS='$(RELEASE_PLUGIN_PLATFORMS)' \
-	  PLUGIN_TRIMPATH='$(RELEASE_TRIMPATH)' GO=$(GO) hack/plugin-dist.sh $(RELEASE_TAG) dist >/dev/null
-	@echo ">> the image, chart, bundle, SBOMs and SHA256SUMS"
-	@$(RELEASE_TOOL) package -root $(CURDIR) -tag $(RELEASE_TAG) -image $(RELEASE_IMAGE) -revision $(RELEASE_REVISION) \
-	  -created $(SOURCE_DATE_EPOCH) -trimpath=$(if $(RELEASE_TRIMPATH),true,false) -plugin-platforms '$(RELEASE_PLUGIN_PLATFORMS)' \
-	  -bin $(CURDIR)/$(RELEASE_BIN) -dist $(CURDIR)/dist
-
-.PHONY: release-notes
-release-notes: ## Print CHANGELOG.md's section of RELEASE_TAG: the GitHub release's text.
-	@$(RELEASE_TOOL) notes -root $(CURDIR) -tag $(RELEASE_TAG)
-
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the node) if missing.
 	hack/peers/build.sh
@@ -260,3 +215,48 @@ bench: ## Measure convergence, probing, memory, outage and failover (BENCH_N, BE
 .PHONY: help
 help: ## List the targets, one line each.
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ { printf "\n%s\n", substr($$0, 5) } /^[a-zA-Z_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Release
+
+# A release is made from a tag vX.Y.Z (docs/versioning.md); without one, the chart's
+# version names it. The release workflow (.github/workflows/release.yaml) runs
+# `make release-dry-run RELEASE_TAG=<the tag>`, then pushes and signs what it wrote.
+RELEASE_TAG ?= v$(shell sed -n 's/^version: *//p' charts/bucketkeeper/Chart.yaml)
+# Where the image goes; the chart's values and config/manager name it too.
+RELEASE_IMAGE := ghcr.io/bucketkeeper/bucketkeeper
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+# The kubectl plugin's platforms built (hack/plugin-dist.sh's, all by default).
+RELEASE_PLUGIN_PLATFORMS ?= $(shell hack/plugin-dist.sh --platforms)
+# Every release binary is static, stripped and built with -trimpath. make test's
+# dry-run leaves -trimpath out (RELEASE_TRIMPATH=), as its test binaries do, so that the
+# linux/amd64 binaries reuse every package those compiled: -trimpath compiles each again
+# only to change the file names in stack traces. hack/release checks the binaries were
+# built as it is told.
+RELEASE_TRIMPATH ?= -trimpath
+RELEASE_BIN := bin/release
+# The commit and its time: every date in the artifacts is the commit's, so that one
+# commit makes one image digest (SOURCE_DATE_EPOCH, as reproducible builds name it).
+RELEASE_REVISION ?= $(shell git rev-parse HEAD)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+# hack/release, the release's packager: a module of its own (Helm, kustomize).
+RELEASE_TOOL = $(GO) -C hack/release run .
+
+.PHONY: release-dry-run
+release-dry-run: ## Build every release artifact into dist/ (RELEASE_TAG=vX.Y.Z), pushing nothing: image archives, chart, bundle, krew archives, SBOMs, SHA256SUMS.
+	@rm -rf dist $(RELEASE_BIN) && mkdir -p dist $(RELEASE_BIN)
+	@echo ">> licences of every module the operator and the plugin link"
+	@$(RELEASE_TOOL) licenses -root $(CURDIR) -bin $(CURDIR)/$(RELEASE_BIN)
+	@echo ">> the operator for $(RELEASE_PLATFORMS)"
+	@$(foreach p,$(RELEASE_PLATFORMS),GOOS=$(firstword $(subst /, ,$(p))) GOARCH=$(lastword $(subst /, ,$(p))) \
+	  $(GO) build $(RELEASE_TRIMPATH) -ldflags="-s -w" -o $(RELEASE_BIN)/bucketkeeper_$(subst /,_,$(p)) ./cmd/bucketkeeper &&) true
+	@echo ">> the kubectl plugin for $(RELEASE_PLUGIN_PLATFORMS)"
+	@PLUGIN_NOTICES=$(RELEASE_BIN)/kubectl-bucketkeeper.notices PLUGIN_PLATFORMS='$(RELEASE_PLUGIN_PLATFORMS)' \
+	  PLUGIN_TRIMPATH='$(RELEASE_TRIMPATH)' GO=$(GO) hack/plugin-dist.sh $(RELEASE_TAG) dist >/dev/null
+	@echo ">> the image, chart, bundle, SBOMs and SHA256SUMS"
+	@$(RELEASE_TOOL) package -root $(CURDIR) -tag $(RELEASE_TAG) -image $(RELEASE_IMAGE) -revision $(RELEASE_REVISION) \
+	  -created $(SOURCE_DATE_EPOCH) -trimpath=$(if $(RELEASE_TRIMPATH),true,false) -plugin-platforms '$(RELEASE_PLUGIN_PLATFORMS)' \
+	  -bin $(CURDIR)/$(RELEASE_BIN) -dist $(CURDIR)/dist
+
+.PHONY: release-notes
+release-notes: ## Print CHANGELOG.md's section of RELEASE_TAG: the GitHub release's text.
+	@$(RELEASE_TOOL) notes -root $(CURDIR) -tag $(RELEASE_TAG)
