@@ -71,9 +71,9 @@ fmt: ## Format the code.
 	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
 # Nested modules: their dependencies (Versity, Helm, kustomize, the kubectl plugin's
-# cli-runtime, plotting, the vet tool's golang.org/x/tools) stay out of the operator's
-# module.
-NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool
+# cli-runtime, plotting, the vet tool's golang.org/x/tools, the release packager's Helm
+# and kustomize) stay out of the operator's module.
+NESTED := cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/vettool hack/release
 
 # The operator's module is vetted first, then the nested modules side by side, with
 # hack/vettool: go vet's own analyzers, minus the facts of the other modules' packages,
@@ -121,7 +121,9 @@ build: ## Build the manager binary and the kubectl plugin (kubectl-bucketkeeper)
 VERSION ?= dev
 .PHONY: plugin-dist
 plugin-dist: ## Build the kubectl plugin's krew archives and their SHA256SUMS into dist/ (VERSION=vX.Y.Z).
-	GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
+	@mkdir -p $(RELEASE_BIN)
+	$(RELEASE_TOOL) licenses -root $(CURDIR) -bin $(CURDIR)/$(RELEASE_BIN)
+	PLUGIN_NOTICES=$(RELEASE_BIN)/kubectl-bucketkeeper.notices GO=$(GO) hack/plugin-dist.sh $(VERSION) dist
 
 .PHONY: peers
 peers: ## Build the real test peers (kube-apiserver, etcd, the stores, moto, the node) if missing.
@@ -134,9 +136,13 @@ TEST_LOGS ?= bin/test-logs
 # of their own, beside the others (test/integration/doc.go).
 PACED_TESTS := ^TestPaced
 
-# The install test (a real node, the chart and config/default as Pods) mostly waits on
-# Pods: it runs as a suite of its own.
+# The install test (a real node, the release's chart and bundle as Pods) mostly waits on
+# Pods: it runs as a suite of its own, after make release-dry-run with TEST_RELEASE's
+# settings has written the release it installs: binaries built as the test binaries are
+# (no -trimpath: see RELEASE_TRIMPATH) and the plugin for linux only, whose compiles the
+# operator's share; make plugin-dist and the release build the others.
 INSTALL_TESTS := ^TestInstall$$
+TEST_RELEASE := RELEASE_TRIMPATH= RELEASE_PLUGIN_PLATFORMS="linux/amd64 linux/arm64"
 
 # test's program is hack/test.sh (DEVELOPMENT.md, "How make test runs", says what it does
 # and why); the variables above are its settings. Only make test compiles without DWARF:
@@ -146,7 +152,8 @@ test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
 	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
-	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' hack/test.sh
+	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
+	  TEST_RELEASE='$(TEST_RELEASE)' hack/test.sh
 
 # test-binaries-race builds the race-instrumented test binaries first, beside
 # kube-apiserver's build: nothing else compiles their packages.
@@ -208,3 +215,48 @@ bench: ## Measure convergence, probing, memory, outage and failover (BENCH_N, BE
 .PHONY: help
 help: ## List the targets, one line each.
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ { printf "\n%s\n", substr($$0, 5) } /^[a-zA-Z_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Release
+
+# A release is made from a tag vX.Y.Z (docs/versioning.md); without one, the chart's
+# version names it. The release workflow (.github/workflows/release.yaml) runs
+# `make release-dry-run RELEASE_TAG=<the tag>`, then pushes and signs what it wrote.
+RELEASE_TAG ?= v$(shell sed -n 's/^version: *//p' charts/bucketkeeper/Chart.yaml)
+# Where the image goes; the chart's values and config/manager name it too.
+RELEASE_IMAGE := ghcr.io/bucketkeeper/bucketkeeper
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+# The kubectl plugin's platforms built (hack/plugin-dist.sh's, all by default).
+RELEASE_PLUGIN_PLATFORMS ?= $(shell hack/plugin-dist.sh --platforms)
+# Every release binary is static, stripped and built with -trimpath. make test's
+# dry-run leaves -trimpath out (RELEASE_TRIMPATH=), as its test binaries do, so that the
+# linux/amd64 binaries reuse every package those compiled: -trimpath compiles each again
+# only to change the file names in stack traces. hack/release checks the binaries were
+# built as it is told.
+RELEASE_TRIMPATH ?= -trimpath
+RELEASE_BIN := bin/release
+# The commit and its time: every date in the artifacts is the commit's, so that one
+# commit makes one image digest (SOURCE_DATE_EPOCH, as reproducible builds name it).
+RELEASE_REVISION ?= $(shell git rev-parse HEAD)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+# hack/release, the release's packager: a module of its own (Helm, kustomize).
+RELEASE_TOOL = $(GO) -C hack/release run .
+
+.PHONY: release-dry-run
+release-dry-run: ## Build every release artifact into dist/ (RELEASE_TAG=vX.Y.Z), pushing nothing: image archives, chart, bundle, krew archives, SBOMs, SHA256SUMS.
+	@rm -rf dist $(RELEASE_BIN) && mkdir -p dist $(RELEASE_BIN)
+	@echo ">> licences of every module the operator and the plugin link"
+	@$(RELEASE_TOOL) licenses -root $(CURDIR) -bin $(CURDIR)/$(RELEASE_BIN)
+	@echo ">> the operator for $(RELEASE_PLATFORMS)"
+	@$(foreach p,$(RELEASE_PLATFORMS),GOOS=$(firstword $(subst /, ,$(p))) GOARCH=$(lastword $(subst /, ,$(p))) \
+	  $(GO) build $(RELEASE_TRIMPATH) -ldflags="-s -w" -o $(RELEASE_BIN)/bucketkeeper_$(subst /,_,$(p)) ./cmd/bucketkeeper &&) true
+	@echo ">> the kubectl plugin for $(RELEASE_PLUGIN_PLATFORMS)"
+	@PLUGIN_NOTICES=$(RELEASE_BIN)/kubectl-bucketkeeper.notices PLUGIN_PLATFORMS='$(RELEASE_PLUGIN_PLATFORMS)' \
+	  PLUGIN_TRIMPATH='$(RELEASE_TRIMPATH)' GO=$(GO) hack/plugin-dist.sh $(RELEASE_TAG) dist >/dev/null
+	@echo ">> the image, chart, bundle, SBOMs and SHA256SUMS"
+	@$(RELEASE_TOOL) package -root $(CURDIR) -tag $(RELEASE_TAG) -image $(RELEASE_IMAGE) -revision $(RELEASE_REVISION) \
+	  -created $(SOURCE_DATE_EPOCH) -trimpath=$(if $(RELEASE_TRIMPATH),true,false) -plugin-platforms '$(RELEASE_PLUGIN_PLATFORMS)' \
+	  -bin $(CURDIR)/$(RELEASE_BIN) -dist $(CURDIR)/dist
+
+.PHONY: release-notes
+release-notes: ## Print CHANGELOG.md's section of RELEASE_TAG: the GitHub release's text.
+	@$(RELEASE_TOOL) notes -root $(CURDIR) -tag $(RELEASE_TAG)

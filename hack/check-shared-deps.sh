@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 GO=${1:-${GO:-go}}
 
 # The operator's module, every nested module and two peers; "benchbaseline" adds that build of ours.
-modules=(. cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/peers/lifeline hack/peers/kube-apiserver hack/peers/kube-node hack/peers/etcd)
+modules=(. cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/release hack/peers/lifeline hack/peers/kube-apiserver hack/peers/kube-node hack/peers/etcd)
 ours=$(sed -n 's/^module //p' go.mod)
 
 list() { # MODULE [go list flags]: "MODULE DEP VERSION" for each dependency compiled

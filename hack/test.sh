@@ -11,11 +11,12 @@
 # (one log per suite), RACE_PKGS (packages run with the race detector), NESTED (the
 # nested modules), PACED_TESTS (the integration tests that mostly wait, run in a
 # process of their own), INSTALL_TESTS (the install test, a suite of its own), SOAK_PKG
-# (the soak, whose short form is a suite of its own) and FUZZ_CMDS (the short fuzzing
-# runs).
+# (the soak, whose short form is a suite of its own), FUZZ_CMDS (the short fuzzing
+# runs) and TEST_RELEASE (make release-dry-run's settings in make test: the install
+# suite installs what it writes into dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS; do
+for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS TEST_RELEASE; do
 	[[ -n ${!v:-} ]] || { echo "hack/test.sh: $v is not set; run make test" >&2; exit 2; }
 done
 root=$PWD
@@ -50,7 +51,7 @@ exec hack/run-suites.sh "$TEST_LOGS" \
 	race-waiting "hack/test-bin.sh run $TEST_BIN/race $TEST_RUN -test.run \"$PACED_TESTS\" -- ./test/integration/" \
 	rest "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- \$($GO list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)" \
 	soak "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- $SOAK_PKG" \
-	install "cd test/manifests && $root/hack/test-bin.sh run $root/$TEST_BIN/test-manifests $TEST_RUN -test.run \"$INSTALL_TESTS\" -- ." \
+	install "$TEST_MAKE --no-print-directory release-dry-run $TEST_RELEASE && cd test/manifests && BUCKETKEEPER_RELEASE_DIST=$root/dist $root/hack/test-bin.sh run $root/$TEST_BIN/test-manifests $TEST_RUN -test.run \"$INSTALL_TESTS\" -- ." \
 	nested "$nested" \
 	fuzz "$FUZZ_CMDS" \
 	vet "$TEST_MAKE --no-print-directory vet"

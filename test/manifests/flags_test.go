@@ -21,6 +21,7 @@ var notExposed = map[string]string{
 // default.
 func fullValues() map[string]any {
 	return map[string]any{
+		"image": map[string]any{"repository": "registry.example.com/bk", "tag": "1.2.3"},
 		"manager": map[string]any{
 			"concurrency": 8, "syncInterval": "3m", "usageInterval": "7m", "statusHeartbeat": "2m",
 			"s3RequestTimeout": "45s", "reconcileTimeout": "5m", "createSettleTime": "40s",
@@ -56,7 +57,7 @@ var fullFlags = map[string]string{
 	"watch-label-selector": "shard in (a,b),tier!=test", "shard-count": "3", "disable-availability-metric": "true",
 	"kube-api-qps": "7.5", "kube-api-burst": "15", "pprof-bind-address": "127.0.0.1:6060",
 	"cluster-id": "prod-eu", "access-key-grace": "15m", "access-collect-interval": "2m",
-	"mover": "job", "mover-image": "bucketkeeper:dev", "mover-service-account": "bucketkeeper-mover",
+	"mover": "job", "mover-image": "registry.example.com/bk:1.2.3", "mover-service-account": "bucketkeeper-mover",
 	"mover-parallelism": "6", "mover-cpu": "750m", "mover-memory": "96Mi", "max-concurrent-moves": "9",
 	"leader-elect": "true", "leader-election-namespace": "bucketkeeper-leases",
 	"leader-election-id": "shard-a.bucketkeeper.io", "leader-election-lease-duration": "30s",

@@ -1,24 +1,27 @@
 package manifests
 
 import (
+	"archive/tar"
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
-
-// managerImage is the name the chart and config/default give the manager's image at
-// this commit: repository bucketkeeper, tag the chart's appVersion ("dev").
-const managerImage = "docker.io/library/bucketkeeper:dev"
 
 // releaseImage is what the Dockerfile's final stage makes of the manager: where the
 // binary sits, the entrypoint and the user.
@@ -51,33 +54,150 @@ func dockerfileImage(t testing.TB) releaseImage {
 	return img
 }
 
-// buildManagerImage builds the manager as the Dockerfile does (static: CGO_ENABLED=0,
-// stripped) and writes it into an image laid out as the Dockerfile's: the binary at
-// the same path, the same entrypoint and user. Unlike the Dockerfile it does not pass
-// -trimpath, which would compile every package again only to change the file names in
-// stack traces. The image has no distroless base: the manager reads nothing from it
-// (no CA bundle: the test store speaks HTTP; no passwd: the user is numeric).
-func buildManagerImage(t *testing.T, dir string) string {
-	t.Helper()
-	img := dockerfileImage(t)
-	bin := filepath.Join(dir, "manager")
-	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, mainPkg)
-	cmd.Dir, cmd.Env = repoRoot(t), append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", mainPkg, err, out)
-	}
-	tarball := filepath.Join(dir, "manager.tar")
-	if err := testenv.WriteImageArchive(tarball, managerImage,
-		testenv.ImageConfig{Entrypoint: img.Entrypoint, User: img.User},
-		testenv.ImageFile{Path: img.Binary, Source: bin, Mode: 0o755}); err != nil {
-		t.Fatal(err)
-	}
-	return tarball
+// releaseArtifacts are the artifacts of `make release-dry-run` the install test
+// installs, as a user downloads them from a release.
+type releaseArtifacts struct {
+	Version string
+	Chart   string // the packaged chart, bucketkeeper-VERSION.tgz
+	Bundle  string // the rendered kustomize bundle, bucketkeeper.yaml
+	Image   string // the image's OCI archive for this machine's architecture
 }
 
-// TestImageAgreesWithTheChart: the user the chart's securityContext demands is the
-// Dockerfile's USER (and distroless nonroot's, ko's base), and the image the chart and
-// config/default deploy is the one the install test imports.
+// releaseDist returns the release artifacts in $BUCKETKEEPER_RELEASE_DIST (make test
+// runs make release-dry-run before the install suite and names its dist/ so), or runs
+// `make release-dry-run` itself and takes its dist/. Each artifact must match
+// SHA256SUMS, as a user checks them.
+func releaseDist(t *testing.T) releaseArtifacts {
+	t.Helper()
+	dir := os.Getenv("BUCKETKEEPER_RELEASE_DIST")
+	if dir == "" {
+		cmd := exec.Command("make", "--no-print-directory", "release-dry-run")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make release-dry-run: %v\n%s", err, out)
+		}
+		dir = filepath.Join(repoRoot(t), "dist")
+	}
+	charts, _ := filepath.Glob(filepath.Join(dir, "bucketkeeper-*.tgz"))
+	if len(charts) != 1 {
+		t.Fatalf("%s holds charts %v, want one: run make release-dry-run", dir, charts)
+	}
+	c, err := loader.Load(charts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := releaseArtifacts{Version: c.Metadata.Version, Chart: charts[0], Bundle: filepath.Join(dir, "bucketkeeper.yaml"),
+		Image: filepath.Join(dir, fmt.Sprintf("bucketkeeper_%s_linux_%s.oci.tar", c.Metadata.Version, runtime.GOARCH))}
+	sums := readSums(t, filepath.Join(dir, "SHA256SUMS"))
+	for _, path := range []string{a.Chart, a.Bundle, a.Image} {
+		want, ok := sums[filepath.Base(path)]
+		if !ok {
+			t.Fatalf("SHA256SUMS does not list %s", filepath.Base(path))
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+			t.Fatalf("%s does not match SHA256SUMS", path)
+		}
+	}
+	return a
+}
+
+// readSums reads a sha256sum file: file name -> hex digest.
+func readSums(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sums := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sum, name, ok := strings.Cut(sc.Text(), "  "); ok {
+			sums[name] = sum
+		}
+	}
+	return sums
+}
+
+// ociImage is what an OCI archive of one platform's image says: the name containerd
+// gives it on import, its platform and its configuration.
+type ociImage struct {
+	Name, Platform string
+	Entrypoint     []string
+	User           string
+}
+
+// readOCIArchive reads the one image of an OCI archive.
+func readOCIArchive(t *testing.T, path string) ociImage {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := h.Name; name == "index.json" || strings.HasPrefix(name, "blobs/") && h.Size < 1<<20 {
+			files[name], _ = io.ReadAll(tr)
+		}
+	}
+	type desc struct {
+		Digest      string
+		Annotations map[string]string
+	}
+	blob := func(d desc, v any) {
+		t.Helper()
+		if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(d.Digest, "sha256:")], v); err != nil {
+			t.Fatalf("%s: blob %s: %v", path, d.Digest, err)
+		}
+	}
+	var idx struct{ Manifests []desc }
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil || len(idx.Manifests) != 1 {
+		t.Fatalf("%s: index.json names %d images (%v), want 1", path, len(idx.Manifests), err)
+	}
+	var m struct{ Config desc }
+	blob(idx.Manifests[0], &m)
+	var cfg struct {
+		OS, Architecture string
+		Config           struct {
+			Entrypoint []string
+			User       string
+		}
+	}
+	blob(m.Config, &cfg)
+	return ociImage{Name: idx.Manifests[0].Annotations["io.containerd.image.name"], Platform: cfg.OS + "/" + cfg.Architecture,
+		Entrypoint: cfg.Config.Entrypoint, User: cfg.Config.User}
+}
+
+// checkReleaseImage: the release's image for this machine is named as the chart and
+// the bundle deploy it, is for this platform, and runs what the Dockerfile's final
+// stage runs, as its user.
+func checkReleaseImage(t *testing.T, a releaseArtifacts, deployed string) {
+	t.Helper()
+	img, df := readOCIArchive(t, a.Image), dockerfileImage(t)
+	if img.Name != deployed || img.Platform != "linux/"+runtime.GOARCH {
+		t.Errorf("%s holds %s for %s; the release deploys %s on linux/%s", a.Image, img.Name, img.Platform, deployed, runtime.GOARCH)
+	}
+	if !slices.Equal(img.Entrypoint, df.Entrypoint) || img.User != df.User {
+		t.Errorf("the release image runs %v as %s; the Dockerfile's, %v as %s", img.Entrypoint, img.User, df.Entrypoint, df.User)
+	}
+}
+
+// TestImageAgreesWithTheChart: the user the chart's and config/default's
+// securityContext demand is the Dockerfile's USER (and distroless nonroot's, ko's
+// base, and the release image's: TestInstall reads it from the image).
 func TestImageAgreesWithTheChart(t *testing.T) {
 	img := dockerfileImage(t)
 	if img.Entrypoint[0] != img.Binary {
@@ -90,9 +210,6 @@ func TestImageAgreesWithTheChart(t *testing.T) {
 		"chart": renderChart(t, nil).Objects, "config/default": renderKustomize(t),
 	} {
 		d, c := manager(t, objs)
-		if got := "docker.io/library/" + c.Image; got != managerImage {
-			t.Errorf("%s deploys image %s, which containerd names %s; the install test imports %s", source, c.Image, got, managerImage)
-		}
 		pod := d.Spec.Template.Spec.SecurityContext
 		for where, ids := range map[string][2]*int64{
 			"pod":       {pod.RunAsUser, pod.RunAsGroup},

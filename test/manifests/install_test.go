@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,9 +43,12 @@ type installer struct {
 	store   *testenv.S3Server
 }
 
-// TestInstall installs the operator as users do, on a real node (testenv.Cluster): the
-// chart with `helm install`, then, after `helm uninstall`, config/default as `kubectl
-// apply -k` would, each running the image built from this commit as two replicas.
+// TestInstall installs the operator as users install a release, on a real node
+// (testenv.Cluster), from what `make release-dry-run` made of this commit (nothing
+// from the source tree): its image archive imported into the node's containerd, the
+// packaged chart with `helm install`, then, after `helm uninstall`, the rendered
+// bundle as `kubectl apply --server-side -f bucketkeeper.yaml` would, each running the
+// release's image as two replicas.
 // What only a real Pod shows is checked on the running processes: user 65532, a
 // read-only root, no capabilities, the in-cluster configuration and token, the probes,
 // leader election, metrics and the receiver through their Services, an upgrade that
@@ -59,12 +61,12 @@ func TestInstall(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard()) // the client's own logging: nothing the test reads
 	begin := time.Now()
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(begin).Seconds(), what) }
-	tarball := buildManagerImage(t, t.TempDir())
+	release := releaseDist(t)
 	clientImage, err := buildKeylessClientImage(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	step("images built")
+	step("release " + release.Version + " built, the keyless client's image too")
 	// The cluster's ServiceAccount tokens are checked by Ceph RGW (keyless access).
 	issuer := testenv.NewIssuerFor(t)
 	in.cluster = testenv.NewClusterWith(t, testenv.ClusterOptions{Issuer: issuer})
@@ -74,7 +76,7 @@ func TestInstall(t *testing.T) {
 			t.Logf("cluster logs:\n%s", in.cluster.Logs())
 		}
 	})
-	if err := in.cluster.ImportImage(tarball); err != nil {
+	if err := in.cluster.ImportImage(release.Image); err != nil {
 		t.Fatal(err)
 	}
 	scheme := in.cluster.Scheme
@@ -89,8 +91,9 @@ func TestInstall(t *testing.T) {
 	in.cs = kubernetes.NewForConfigOrDie(in.cluster.Config)
 	in.store = testenv.NewS3(t, testenv.SeaweedFS)
 
-	// helm install, as the README says, with the signed webhook on and a key of the
-	// namespace "apps" (provision's), in the release namespace.
+	// helm install of the packaged chart, as docs/install.md says, with the signed
+	// webhook on and a key of the namespace "apps" (provision's), in the release
+	// namespace.
 	in.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 	in.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: receiverKeyID,
 		Labels:      map[string]string{bkv1.LabelSecretRole: bkv1.SecretRoleReceiverKey},
@@ -98,10 +101,11 @@ func TestInstall(t *testing.T) {
 		StringData: map[string]string{bkv1.ReceiverKeySecretKey: receiverKeySecret}})
 	values := map[string]any{"receiver": map[string]any{"enabled": true}}
 	helm := in.helm()
-	chrt, err := loader.Load(filepath.Join(repoRoot(t), "charts", "bucketkeeper"))
+	chrt, err := loader.Load(release.Chart)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkReleaseImage(t, release, releasedRepository+":"+chrt.Metadata.AppVersion)
 	install := action.NewInstall(helm)
 	install.ReleaseName, install.Namespace, install.Wait, install.Timeout = releaseName, namespace, true, 5*time.Minute
 	if _, err := install.RunWithContext(in.ctx, chrt, values); err != nil {
@@ -185,9 +189,9 @@ func TestInstall(t *testing.T) {
 	in.bucketStays(bucket, "after helm uninstall")
 	step("uninstalled")
 
-	// kubectl apply -k config/default: the same operator, installed the other way,
+	// kubectl apply -f bucketkeeper.yaml: the same operator, installed the other way,
 	// takes the bucket over.
-	objs := renderKustomize(t)
+	objs := decodeAll(t, release.Bundle, readFileAbs(t, release.Bundle))
 	for _, first := range []bool{true, false} { // Namespace and CRDs first
 		for _, o := range objs {
 			if kind := o.GetKind(); (kind == "Namespace" || kind == "CustomResourceDefinition") == first {
@@ -195,7 +199,7 @@ func TestInstall(t *testing.T) {
 			}
 		}
 	}
-	in.eventually(5*time.Minute, "config/default's Deployment to be available", func() error {
+	in.eventually(5*time.Minute, "the bundle's Deployment to be available", func() error {
 		d := &appsv1.Deployment{}
 		if err := in.c.Get(in.ctx, client.ObjectKey{Namespace: namespace, Name: find(t, objs, "Deployment").GetName()}, d); err != nil {
 			return err
@@ -208,8 +212,8 @@ func TestInstall(t *testing.T) {
 	applied := in.runningReplicas(2)
 	in.checkProcesses(applied)
 	in.leader(applied)
-	in.bucketStays(bucket, "under config/default's operator")
-	step("config/default applied")
+	in.bucketStays(bucket, "under the bundle's operator")
+	step("bundle applied")
 }
 
 // helm returns a Helm action configuration on the cluster, storing releases in Secrets.

@@ -43,16 +43,22 @@ func repoRoot(t testing.TB) string {
 // renderKustomize builds config/default as `kustomize build` would.
 func renderKustomize(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
+	return renderKustomizeAt(t, filepath.Join(repoRoot(t), "config", "default"))
+}
+
+// renderKustomizeAt builds the kustomization in dir as `kustomize build` would.
+func renderKustomizeAt(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), "config", "default"))
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build config/default: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	out, err := resMap.AsYaml()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decodeAll(t, "config/default", out)
+	return decodeAll(t, dir, out)
 }
 
 // renderedChart is the output of the chart's templates plus its crds/ files, which

@@ -16,7 +16,12 @@ import (
 
 func readFile(t testing.TB, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	return readFileAbs(t, filepath.Join(repoRoot(t), rel))
+}
+
+func readFileAbs(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,8 +277,9 @@ func (c *Cluster) HTTPClient(roots *x509.CertPool) *http.Client {
 	}}
 }
 
-// ImportImage imports a docker-archive image tarball into the node's containerd, where
-// the kubelet finds it under the names it was saved with.
+// ImportImage imports an image archive (a docker-archive tarball, or an OCI archive
+// such as the release's) into the node's containerd, where the kubelet finds it under
+// the names the archive gives it.
 func (c *Cluster) ImportImage(tarball string) error { return c.node.importImage(tarball) }
 
 // Logs returns the tail of every cluster process's log, for a failure message.

@@ -97,7 +97,9 @@ func WriteImageArchive(path, ref string, cfg ImageConfig, files ...ImageFile) er
 	return out.Close()
 }
 
-// archiveRefs returns the image names a docker-archive tarball holds.
+// archiveRefs returns the image names an archive holds: the RepoTags of a
+// docker-archive's manifest.json, or the names an OCI archive's index.json gives its
+// images (io.containerd.image.name, the full name containerd imports them under).
 func archiveRefs(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -108,21 +110,38 @@ func archiveRefs(path string) ([]string, error) {
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil, fmt.Errorf("testenv: %s has no manifest.json", path)
+			return nil, fmt.Errorf("testenv: %s has neither manifest.json nor index.json", path)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if h.Name != "manifest.json" {
+		var refs []string
+		switch h.Name {
+		case "manifest.json":
+			var manifest []struct{ RepoTags []string }
+			if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
+				return nil, err
+			}
+			for _, m := range manifest {
+				refs = append(refs, m.RepoTags...)
+			}
+		case "index.json":
+			var index struct {
+				Manifests []struct{ Annotations map[string]string }
+			}
+			if err := json.NewDecoder(tr).Decode(&index); err != nil {
+				return nil, err
+			}
+			for _, m := range index.Manifests {
+				if name := m.Annotations["io.containerd.image.name"]; name != "" {
+					refs = append(refs, name)
+				}
+			}
+		default:
 			continue
 		}
-		var manifest []struct{ RepoTags []string }
-		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
-			return nil, err
-		}
-		var refs []string
-		for _, m := range manifest {
-			refs = append(refs, m.RepoTags...)
+		if len(refs) == 0 {
+			return nil, fmt.Errorf("testenv: %s names no image", path)
 		}
 		return refs, nil
 	}

@@ -304,8 +304,9 @@ func (n *Node) importPause() error {
 	return n.importImage(tarball)
 }
 
-// importImage imports a docker-archive tarball into containerd's namespace for
-// Kubernetes and fails unless containerd then lists every image the archive names.
+// importImage imports an image archive (docker-archive or OCI) into containerd's
+// namespace for Kubernetes and fails unless containerd then lists every image the
+// archive names.
 func (n *Node) importImage(tarball string) error {
 	ctr := filepath.Join(n.root, "usr/bin/ctr")
 	cmd := exec.Command(ctr, "--address", n.socket(), "--namespace", "k8s.io", "images", "import", tarball)

@@ -33,6 +33,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: bucketkeeper
 {{- end }}
 
+{{/*
+The manager's image, which the mover Jobs run too: repository@digest when a digest is
+given, else repository:tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "bucketkeeper.image" -}}
+{{- $i := .Values.image -}}
+{{- if $i.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" $i.digest) -}}
+{{- fail (printf "image.digest %q is not a digest: sha256: and 64 hex digits, as cosign verify prints it" $i.digest) -}}
+{{- end -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end }}
+
 {{- define "bucketkeeper.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "bucketkeeper.fullname" .) .Values.serviceAccount.name }}
