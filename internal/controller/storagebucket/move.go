@@ -19,7 +19,7 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;update;delete;deletecollection,namespace=bucketkeeper-system
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;update;patch;delete;deletecollection,namespace=bucketkeeper-system
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;create;delete,namespace=bucketkeeper-system
 
 // A move takes a bucket from the store it lives on (status.objectStore, the home) to
