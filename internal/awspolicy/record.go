@@ -109,15 +109,19 @@ func RequestOf(serviceID, operation string, input any) Request {
 			}
 		}
 	}
+	// The fields of the headers that carry tags and a lock on a write, a bypass, and
+	// object lock on a new bucket. (PutBucketTagging's Tagging is the bucket's tag
+	// set, a struct: not an object's tags.)
 	for _, f := range []struct {
 		field string
+		kind  reflect.Kind
 		c     Condition
 	}{
-		{"Tagging", Tagged}, {"ObjectLockMode", Retention}, {"ObjectLockRetainUntilDate", Retention},
-		{"ObjectLockLegalHoldStatus", LegalHold}, {"BypassGovernanceRetention", BypassGovernance},
-		{"ObjectLockEnabledForBucket", ObjectLock},
+		{"Tagging", reflect.String, Tagged}, {"ObjectLockMode", reflect.String, Retention},
+		{"ObjectLockRetainUntilDate", reflect.Struct, Retention}, {"ObjectLockLegalHoldStatus", reflect.String, LegalHold},
+		{"BypassGovernanceRetention", reflect.Bool, BypassGovernance}, {"ObjectLockEnabledForBucket", reflect.Bool, ObjectLock},
 	} {
-		if fv := v.FieldByName(f.field); fv.IsValid() && set(fv) {
+		if fv := v.FieldByName(f.field); fv.IsValid() && deref(fv).Kind() == f.kind && set(fv) {
 			add(f.c)
 		}
 	}

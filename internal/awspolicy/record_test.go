@@ -43,6 +43,7 @@ func TestRecorderReadsTheRequestsSent(t *testing.T) {
 		Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: k, VersionId: aws.String("v1")}, {Key: k}}}})
 	_, _ = s3c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: b, ObjectLockEnabledForBucket: aws.Bool(true)})
 	_, _ = s3c.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: b})
+	_, _ = s3c.PutBucketTagging(ctx, &awss3.PutBucketTaggingInput{Bucket: b, Tagging: &types.Tagging{TagSet: []types.Tag{{Key: k, Value: k}}}})
 	_, _ = iamc.CreateRole(ctx, &awsiam.CreateRoleInput{RoleName: aws.String("bk-x"), AssumeRolePolicyDocument: aws.String("{}")})
 
 	var got []string
@@ -56,6 +57,7 @@ func TestRecorderReadsTheRequestsSent(t *testing.T) {
 		"s3 GetObjectTagging (of a version)",
 		"s3 GetObjectTagging (without a version)",
 		"s3 HeadBucket",
+		"s3 PutBucketTagging",
 		"s3 PutObject (with tags, with a retention, with a legal hold)",
 	}
 	if !slices.Equal(got, want) {
