@@ -61,8 +61,9 @@ api-docs: ## Write docs/reference/api.md from the Go types of api/v1alpha1.
 	  --source-path=../../api/v1alpha1 --output-path=../../$(API_DOCS)
 
 .PHONY: docs
-docs: api-docs ## Write docs/' generated parts: the API reference, the performance tables from bench/results, the table of metrics.
+docs: api-docs ## Write docs/' generated parts: the API reference, the performance tables from bench/results, the table of metrics, the operator's AWS policy.
 	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^(TestBenchFigures|TestMetricsTable)$$' ./test/docs/
+	BUCKETKEEPER_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestPolicyDoc$$' ./internal/awspolicy/
 
 ##@ Checks
 

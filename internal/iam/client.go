@@ -43,6 +43,8 @@ type Config struct {
 	// the HTTP status (0 when no answer arrived) and the attempt's error, as
 	// s3.Config.Observer is.
 	Observer func(operation string, httpStatus int, err error)
+	// APIOptions are more middleware for the SDK client, as s3.Config's.
+	APIOptions []func(*middleware.Stack) error
 }
 
 // Factory builds a Driver; controllers take one so tests can inject another.
@@ -93,7 +95,7 @@ func New(ctx context.Context, cfg Config) (Driver, error) {
 			}),
 			Logger:        logging.Nop{},
 			ClientLogMode: 0, // never log requests: CreateAccessKey's answer holds a secret
-			APIOptions:    []func(*middleware.Stack) error{s3.ObserveAttempts(cfg.Observer)},
+			APIOptions:    append([]func(*middleware.Stack) error{s3.ObserveAttempts(cfg.Observer)}, cfg.APIOptions...),
 		}),
 	}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
@@ -312,7 +314,8 @@ func testOtherAccount(ctx context.Context, t *testing.T, srv *testenv.S3Server, 
 
 func newDriver(t *testing.T, srv *testenv.S3Server, access, secret string) Driver {
 	t.Helper()
-	d, err := New(context.Background(), Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: access, SecretAccessKey: secret})
+	d, err := New(context.Background(), Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: access, SecretAccessKey: secret,
+		APIOptions: []func(*middleware.Stack) error{contractRequests.Middleware}})
 	must(t, "New", err)
 	return d
 }

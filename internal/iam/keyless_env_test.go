@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/awspolicy"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -35,8 +36,18 @@ var (
 	keylessErr    error
 )
 
+// contractRequests records what the contract's drivers send (newDriver): keys and
+// roles on every store, keyless on Ceph RGW and moto. Each request but the tests' own
+// cleanup must be one whose AWS actions internal/awspolicy lists.
+var contractRequests = &awspolicy.Recorder{}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// DeleteOIDCProvider: the tests' cleanup; the operator never calls it.
+	for _, missing := range contractRequests.Missing("DeleteOpenIDConnectProvider") {
+		fmt.Fprintf(os.Stderr, "FAIL: the IAM driver sent %s (add the action to internal/awspolicy, then make docs)\n", missing)
+		code = 1
+	}
 	if keylessShared != nil {
 		if err := keylessShared.cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)

@@ -28,7 +28,8 @@ type moveFixture struct {
 func newMove(t *testing.T, src, tgt side, versions mover.VersionsMode) *moveFixture {
 	t.Helper()
 	f := &moveFixture{t: t, id: moveID(t), src: src, tgt: tgt, requests: &requestCount{}}
-	f.runner = &mover.InProcess{Checkpoints: checkpoints(), Log: testr.New(t), Backoff: 200 * time.Millisecond, Observe: f.requests.observe}
+	f.runner = &mover.InProcess{Checkpoints: checkpoints(), Log: testr.New(t), Backoff: 200 * time.Millisecond, Observe: f.requests.observe,
+		Factory: recordedFactory}
 	f.spec = mover.Spec{
 		MoveID: f.id, Versions: versions,
 		Source: bucketOf(src), Target: bucketOf(tgt),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/awspolicy"
 	"github.com/bucketkeeper/bucketkeeper/internal/mover"
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -87,7 +90,22 @@ func run(m *testing.M) int {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		return fail(err)
 	}
-	return m.Run()
+	code := m.Run()
+	for _, missing := range moveRequests.Missing() {
+		fmt.Fprintf(os.Stderr, "FAIL: a move sent %s (add the action to internal/awspolicy, then make docs)\n", missing)
+		code = 1
+	}
+	return code
+}
+
+// moveRequests records every request the moves of the suite's fixtures send, which must all
+// be ones whose AWS actions internal/awspolicy lists.
+var moveRequests = &awspolicy.Recorder{}
+
+// recordedFactory is s3.New, its clients recording into moveRequests.
+func recordedFactory(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+	cfg.APIOptions = append(slices.Clip(cfg.APIOptions), moveRequests.Middleware)
+	return s3.New(ctx, cfg)
 }
 
 // checkpoints is the suite's checkpoint store.

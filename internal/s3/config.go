@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/time/rate"
 )
 
@@ -93,6 +94,10 @@ type Config struct {
 	// arrived) and the attempt's raw error (nil on success; classify it with
 	// KindOf). It runs on the request path: keep it fast and thread-safe.
 	Observer func(operation string, httpStatus int, err error)
+
+	// APIOptions are more middleware for the SDK client, after the Client's own:
+	// tests record with them every request sent (awspolicy.Recorder).
+	APIOptions []func(*middleware.Stack) error
 }
 
 // DefaultMinTransferRate is Config.MinTransferRate's default: 1 MiB/s, so a 64 MiB
@@ -175,11 +180,11 @@ func New(ctx context.Context, cfg Config) (Client, error) {
 		ResponseChecksumValidation:                aws.ResponseChecksumValidationWhenRequired,
 		DisableLogOutputChecksumValidationSkipped: true,
 		DisableS3ExpressSessionAuth:               aws.Bool(true),
-		APIOptions: []func(*middlewareStack) error{
+		APIOptions: append([]func(*middlewareStack) error{
 			attemptMiddleware(c.limiter, cfg.Observer),
 			contentMD5Middleware,
 			closeAfterMiddleware,
-		},
+		}, cfg.APIOptions...),
 	})
 	return c, nil
 }

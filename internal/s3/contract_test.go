@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/bucketkeeper/bucketkeeper/internal/awspolicy"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -94,12 +97,17 @@ type store struct {
 	wrongSecretPing string
 }
 
+// contractRequests records every request of the contract's clients, which must all
+// be ones whose AWS actions internal/awspolicy lists.
+var contractRequests = &awspolicy.Recorder{}
+
 // client builds another Client for this store with cfg modified.
 func (s *store) client(t *testing.T, mod func(*Config)) (Client, *observed) {
 	t.Helper()
 	cfg := s.cfg
 	obs := &observed{}
 	cfg.Observer = obs.observe
+	cfg.APIOptions = []func(*middleware.Stack) error{contractRequests.Middleware}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -187,6 +195,11 @@ func TestContract(t *testing.T) {
 	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
 	// Cleanups run once every (parallel) subtest is done.
 	t.Cleanup(func() { observedTable.Check(t, kinds) })
+	t.Cleanup(func() {
+		for _, missing := range contractRequests.Missing() {
+			t.Errorf("the client sent %s (add the action to internal/awspolicy, then make docs)", missing)
+		}
+	})
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,54 +13,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/go-logr/logr/testr"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/awspolicy"
 	"github.com/bucketkeeper/bucketkeeper/internal/mover"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// moveCallActions are the AWS actions that authorize each request a move sends, on
-// a bucket (ARN arn:aws:s3:::bucket) or on its objects (bucket/*). A move of a locked
-// bucket copies versions, so a read names a version (s3:GetObjectVersion, and
-// s3:GetObjectVersionTagging for its tags), and a write carries the version's tags
-// and lock (s3:PutObjectTagging, s3:PutObjectRetention, s3:PutObjectLegalHold).
-var moveCallActions = map[string]struct {
-	object  bool
-	actions []string
-}{
-	"HeadBucket":                 {false, []string{"s3:ListBucket"}},
-	"ListObjectsV2":              {false, []string{"s3:ListBucket"}},
-	"ListObjectVersions":         {false, []string{"s3:ListBucketVersions"}},
-	"ListMultipartUploads":       {false, []string{"s3:ListBucketMultipartUploads"}},
-	"GetBucketVersioning":        {false, []string{"s3:GetBucketVersioning"}},
-	"GetObjectLockConfiguration": {false, []string{"s3:GetBucketObjectLockConfiguration"}},
-	"GetObject":                  {true, []string{"s3:GetObject", "s3:GetObjectVersion"}},
-	"HeadObject":                 {true, []string{"s3:GetObject", "s3:GetObjectVersion"}},
-	"GetObjectTagging":           {true, []string{"s3:GetObjectTagging", "s3:GetObjectVersionTagging"}},
-	"GetObjectRetention":         {true, []string{"s3:GetObjectRetention"}},
-	"GetObjectLegalHold":         {true, []string{"s3:GetObjectLegalHold"}},
-	"PutObject":                  {true, []string{"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold"}},
-	"CreateMultipartUpload":      {true, []string{"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold"}},
-	"UploadPart":                 {true, []string{"s3:PutObject"}},
-	"CompleteMultipartUpload":    {true, []string{"s3:PutObject"}},
-	"ListParts":                  {true, []string{"s3:ListMultipartUploadParts"}},
-	"AbortMultipartUpload":       {true, []string{"s3:AbortMultipartUpload"}},
-	"DeleteObject":               {true, []string{"s3:DeleteObject"}},
-	"DeleteObjects":              {true, []string{"s3:DeleteObject", "s3:DeleteObjectVersion"}},
-	// Turning a Governance retention into the source's Compliance one bypasses it.
-	"PutObjectRetention": {true, []string{"s3:PutObjectRetention", "s3:BypassGovernanceRetention"}},
-	"PutObjectLegalHold": {true, []string{"s3:PutObjectLegalHold"}},
-}
-
 // TestMovesCallWhatTheAWSPolicyAllows moves a locked bucket from SeaweedFS to Ceph RGW
 // with the mover (tags, a multipart object, a key deleted and written again, a legal
 // hold, then a hold lifted on the target and a retention lengthened on the source,
-// which a final pass sets in place) and holds its requests to docs/access.md's AWS
-// policy: each operation it sent is one whose AWS actions the test knows, and the
-// policy grants each action of every operation a move sends, on the bucket or on its
-// objects. moto, which runs the operator
-// under that policy in TestOperatorRunsUnderTheAWSPolicy, has no GetObjectRetention
-// and authorizes the lock calls as plain reads and writes, so the actions are checked
-// here, from what a move really calls.
+// which a final pass sets in place) and holds every request it sent, as the SDK sent
+// it (a version named, tags or a lock carried), to internal/awspolicy's list and to
+// docs/access.md's AWS policy: the list has the actions of each request, and the
+// policy grants each of them, on the bucket or on its objects. moto, which runs the
+// operator under that policy in TestOperatorRunsUnderTheAWSPolicy, has no
+// GetObjectRetention and authorizes the lock calls as plain reads and writes, so the
+// actions are checked here, from what a move really sends.
 func TestMovesCallWhatTheAWSPolicyAllows(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -106,10 +73,12 @@ func TestMovesCallWhatTheAWSPolicyAllows(t *testing.T) {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
 	must(t, err)
 
-	var mu sync.Mutex
-	called := map[string]bool{}
+	sent := &awspolicy.Recorder{}
 	runner := &mover.InProcess{Checkpoints: &mover.ConfigMapCheckpoints{Client: k8s, Namespace: moverNamespace}, Log: testr.New(t),
-		Backoff: 200 * time.Millisecond, Observe: func(_, op string, _ int, _ error) { mu.Lock(); called[op] = true; mu.Unlock() }}
+		Backoff: 200 * time.Millisecond, Factory: func(ctx context.Context, cfg s3.Config) (s3.Client, error) {
+			cfg.APIOptions = withRecorder(cfg.APIOptions, sent)
+			return s3.New(ctx, cfg)
+		}}
 	spec := mover.Spec{MoveID: "aws-policy-" + randomHex(4), Versions: mover.VersionsAll,
 		Source:     mover.Bucket{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true, Bucket: src},
 		Target:     mover.Bucket{Endpoint: rgw.Endpoint, Region: rgw.Region, ForcePathStyle: true, Bucket: tgt},
@@ -159,24 +128,25 @@ func TestMovesCallWhatTheAWSPolicyAllows(t *testing.T) {
 	}
 
 	policy := awsOperatorPolicy(t, "123456789012", "team")
-	mu.Lock()
-	defer mu.Unlock()
-	for _, op := range []string{"GetObjectRetention", "GetObjectLegalHold", "PutObjectRetention", "PutObjectLegalHold", "CreateMultipartUpload", "GetObjectTagging"} {
+	called := map[string]bool{}
+	for _, req := range sent.Requests() {
+		called[req.Operation] = true
+		if req.Service != "s3" {
+			t.Errorf("the move sent %s: a mover sends only S3 requests", req)
+		}
+	}
+	for _, op := range []string{"GetObjectRetention", "GetObjectLegalHold", "PutObjectRetention", "PutObjectLegalHold", "CreateMultipartUpload", "GetObjectTagging", "UploadPart"} {
 		if !called[op] {
 			t.Errorf("the move never called %s: the test does not show what it needs", op)
 		}
 	}
-	for op := range called {
-		if _, ok := moveCallActions[op]; !ok {
-			t.Errorf("the move called %s, whose AWS actions the test does not know: add them here and to docs/access.md's policy", op)
-		}
+	for _, m := range sent.Missing() {
+		t.Errorf("the move sent %s", m)
 	}
-	// Every request a move may send, those this one did not need too (ListParts
-	// resumes an upload a killed mover left).
-	for op, need := range moveCallActions {
-		for _, action := range need.actions {
-			if !policy.allows(action, need.object) {
-				t.Errorf("docs/access.md's AWS policy does not allow %s on the %s, which the move's %s needs", action, map[bool]string{true: "objects", false: "bucket"}[need.object], op)
+	for _, req := range sent.Requests() {
+		for _, action := range awspolicy.Actions(req) {
+			if object := strings.HasSuffix(awspolicy.ResourceOf(action), "/*"); !policy.allows(action, object) {
+				t.Errorf("docs/access.md's AWS policy does not allow %s on the %s, which the move's %s needs", action, map[bool]string{true: "objects", false: "bucket"}[object], req)
 			}
 		}
 	}

@@ -28,14 +28,17 @@ import (
 // identity that holds exactly the policy docs/access.md gives for AWS, read from that file:
 // the store becomes Ready with its IAM provider, a bucket gets every setting and a
 // ReadWrite probe, an application gets a key that works, is rotated and revoked, and
-// the bucket is purged and deleted. Any permission the policy lacks shows as a condition
-// that never turns True. moto enforces the policy (a bucket outside the prefix is
+// the bucket is purged and deleted. The store trusts the cluster's ServiceAccount
+// tokens too (keyless access): the issuer is registered, an access for a
+// ServiceAccount gets a role whose session reaches the bucket, and the role goes with
+// the access. Any permission the policy lacks shows as a condition that never turns
+// True. moto enforces the policy (a bucket outside the prefix is
 // refused), so the test cannot pass on a policy that is ignored.
 func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 	t.Parallel()
 	const prefix = "team"
 	srv := moto
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 
 	iamc := srv.IAMClient()
@@ -59,7 +62,7 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 	elsewhere := "elsewhere-" + randomHex(4)
 	wantDenied(t, "CreateBucket outside the policy's prefix", operator.CreateBucket(ctx, elsewhere, ""))
 
-	f := newFixtureAs(t, srv, keyID, secret, withIAMOn(srv), func(s *bkv1.ObjectStore) {
+	f := newFixtureAs(t, srv, keyID, secret, withIAMOn(srv), withWebIdentity(), func(s *bkv1.ObjectStore) {
 		s.Spec.BucketNamePrefix = prefix
 		s.Spec.Guardrails.ObjectLock.PurgeMayBypassGovernance = true
 	})
@@ -124,6 +127,15 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 	f.waitGone(&bkv1.BucketAccess{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: ba.Name}})
 	f.waitKeyRejected(rotated, bucket)
 
+	// Keyless: the provider and the role, made under the policy.
+	f.waitStoreCondition(bkv1.ConditionWebIdentityReady, metav1.ConditionTrue)
+	keyless := f.waitAccessReady(f.keylessAccess("keyless", "keyless-creds", "app", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
+	session, err := f.assume(f.secretData("keyless-creds"), f.serviceAccountToken("app", keylessAudience))
+	must(t, err)
+	must(t, session.c.PutObject(ctx, bucket, "keyless", []byte("x")))
+	must(t, k8s.Delete(ctx, keyless))
+	f.waitRoleGone(srv, keyless.Status.IdentityName)
+
 	// Purge: the versions the writes above left, then the bucket, and the locked one.
 	must(t, k8s.Delete(ctx, sb))
 	must(t, k8s.Delete(ctx, locked))
@@ -139,8 +151,9 @@ func TestOperatorRunsUnderTheAWSPolicy(t *testing.T) {
 // awsPolicyForMoto is docs/access.md's AWS policy for the operator with its placeholders
 // filled in, adapted where moto cannot evaluate it as AWS does, and only there: moto
 // checks no resource for IAM actions (it evaluates every IAM call against "*"), so the
-// statement scoped to users bk-* would match nothing, and its resource is widened to
-// "*". The bk-* scope is AWS's to enforce and untested here. (Where moto's S3 actions
+// statements scoped to users and roles bk-* and to OIDC providers would match nothing,
+// and their resources are widened to "*". Those scopes are AWS's to enforce and
+// untested here. (Where moto's S3 actions
 // differ from AWS's, testenv corrects moto, not the policy: see testenv.motoMain.)
 func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 	t.Helper()
@@ -152,8 +165,8 @@ func awsPolicyForMoto(t *testing.T, account, prefix string) string {
 			widened++
 		}
 	}
-	if widened != 1 {
-		t.Fatalf("widened %d IAM statements of docs/access.md's AWS policy for moto, want 1 (the bk-* users)", widened)
+	if widened == 0 {
+		t.Fatal("widened no IAM statement of docs/access.md's AWS policy for moto, want those of the bk-* users and roles")
 	}
 	out, err := json.Marshal(doc)
 	must(t, err)

@@ -154,6 +154,7 @@ func run(m *testing.M) int {
 	<-done
 	code = quotaTable.CheckAfterRun(code, quotaTableStores)
 	code = lockTable.CheckAfterRun(code, lockTableStores)
+	code = checkAWSRequests(code)
 	return moveTable.CheckAfterRun(code, moveTableStores)
 }
 
@@ -187,6 +188,7 @@ func startManagerOn(ctx context.Context, restCfg *rest.Config, opts operator.Opt
 	if opts.IAMObserver == nil {
 		opts.IAMObserver = iamRequests.observe
 	}
+	recordAWSRequests(&opts)
 	if opts.ReceiverBindAddress == "" && receiverAddr != "" && opts.WatchLabelSelector == "!"+isolatedLabel {
 		opts.ReceiverBindAddress, opts.ReceiverClusterWideSecret, opts.ReceiverKeysNamespace = receiverAddr, receiverSecret, receiverKeysNamespace
 	}
