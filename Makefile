@@ -15,6 +15,9 @@ TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
 RACE_PKGS := ./internal/... ./cmd/... ./test/integration/
+# How many parallel tests of one race-suite package run at once (go test's default is
+# the number of cores): they mostly wait on the stores (hack/test.sh).
+RACE_PARALLEL ?= 6
 # The API reference, written from the Go types of api/v1alpha1 by elastic/crd-ref-docs,
 # pinned in the nested module hack/crd-ref-docs.
 API_DOCS := docs/reference/api.md
@@ -152,7 +155,7 @@ TEST_RELEASE := RELEASE_TRIMPATH= RELEASE_PLUGIN_PLATFORMS="linux/amd64 linux/ar
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
-	  RACE_PKGS='$(RACE_PKGS)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
+	  RACE_PKGS='$(RACE_PKGS)' RACE_PARALLEL='$(RACE_PARALLEL)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
 	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
 	  TEST_RELEASE='$(TEST_RELEASE)' hack/test.sh
 

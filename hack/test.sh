@@ -8,7 +8,8 @@
 #
 # Settings, from the Makefile: GO, TEST_MAKE (the make that runs the build steps),
 # TEST_BIN (where the test binaries go), TEST_RUN (the test binaries' flags), TEST_LOGS
-# (one log per suite), RACE_PKGS (packages run with the race detector), NESTED (the
+# (one log per suite), RACE_PKGS (packages run with the race detector), RACE_PARALLEL
+# (how many parallel tests of a race-suite package run at once), NESTED (the
 # nested modules), PACED_TESTS (the integration tests that mostly wait, run in a
 # process of their own), INSTALL_TESTS (the install test, a suite of its own), SOAK_PKG
 # (the soak, whose short form is a suite of its own), FUZZ_CMDS (the short fuzzing
@@ -16,7 +17,7 @@
 # suite installs what it writes into dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS TEST_RELEASE; do
+for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS RACE_PARALLEL NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS TEST_RELEASE; do
 	[[ -n ${!v:-} ]] || { echo "hack/test.sh: $v is not set; run make test" >&2; exit 2; }
 done
 root=$PWD
@@ -46,9 +47,13 @@ for m in $NESTED; do
 done
 nested+=' exit $rc'
 
+# The race suites' parallel tests mostly wait on the stores and the operator, not on
+# the CPU: more of them at once than the machine's cores (go test's default) keeps
+# their processes from being the last to end by many minutes.
+race_run="$TEST_RUN -test.parallel=$RACE_PARALLEL"
 exec hack/run-suites.sh "$TEST_LOGS" \
-	race "hack/test-bin.sh run $TEST_BIN/race $TEST_RUN -test.skip \"$PACED_TESTS\" -- $RACE_PKGS" \
-	race-waiting "hack/test-bin.sh run $TEST_BIN/race $TEST_RUN -test.run \"$PACED_TESTS\" -- ./test/integration/" \
+	race "hack/test-bin.sh run $TEST_BIN/race $race_run -test.skip \"$PACED_TESTS\" -- $RACE_PKGS" \
+	race-waiting "hack/test-bin.sh run $TEST_BIN/race $race_run -test.run \"$PACED_TESTS\" -- ./test/integration/" \
 	rest "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- \$($GO list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)" \
 	soak "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- $SOAK_PKG" \
 	install "$TEST_MAKE --no-print-directory release-dry-run $TEST_RELEASE && cd test/manifests && BUCKETKEEPER_RELEASE_DIST=$root/dist $root/hack/test-bin.sh run $root/$TEST_BIN/test-manifests $TEST_RUN -test.run \"$INSTALL_TESTS\" -- ." \

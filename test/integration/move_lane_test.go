@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"maps"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +118,7 @@ func testMoveHeldToTheTargetsLanes(t *testing.T, src, tgt *testenv.S3Server) {
 	// Nothing reached the target's buckets of those names, nor the target but for its
 	// health checks.
 	for _, bucket := range []string{held, missing, derived} {
-		if sent := proxy.sent(bucket); len(sent) > 0 {
+		if sent := movesRequests(proxy.sent(bucket)); len(sent) > 0 {
 			t.Errorf("requests reached the target's bucket %s: %v", bucket, sent)
 		}
 	}
@@ -161,7 +163,7 @@ func testMoveHeldToTheTargetsLanes(t *testing.T, src, tgt *testenv.S3Server) {
 		f.waitMove(sb, bkv1.MoveAborted, time.Minute)
 	}
 	heldUnchanged("after the moves were cancelled")
-	if sent := proxy.sent(held); len(sent) > 0 {
+	if sent := movesRequests(proxy.sent(held)); len(sent) > 0 {
 		t.Errorf("the cancels sent requests to the target's bucket %s: %v", held, sent)
 	}
 }
@@ -181,4 +183,16 @@ func (f *fixture) waitMoveRefusedOrDone(sb *bkv1.StorageBucket) *bkv1.StorageBuc
 		return errf("move %+v; conditions: %s", got.Status.Move, describe(got.Status.Conditions))
 	})
 	return got
+}
+
+// movesRequests leaves out of what reached a bucket the reads of its tags alone: the
+// sweep of move leftovers reads the tags of every bucket of a store's account that a
+// claim names, on any store, on its own schedule, and tells no tenant what it found.
+// A move's own path to a bucket starts with a HEAD or a CreateBucket, which stay.
+func movesRequests(sent []string) []string {
+	return slices.DeleteFunc(slices.Clone(sent), func(r string) bool {
+		method, uri, _ := strings.Cut(r, " ")
+		path, query, _ := strings.Cut(uri, "?")
+		return method == http.MethodGet && query == "tagging=" && strings.Count(strings.Trim(path, "/"), "/") == 0
+	})
 }
