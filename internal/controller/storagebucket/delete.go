@@ -162,14 +162,25 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 	}
 
 	done, retryIn, err := r.deleteOwnedBucket(ctx, sb, patcher, store, bucket, policy)
-	if err != nil && (policy == bkv1.DeletionPolicyRetain || policy == "") {
+	if err != nil && (policy == bkv1.DeletionPolicyRetain || policy == "") && !mayBeUntagged(sb, bucket) {
 		// Retain never blocks on the store: the bucket stays either way, and a later
 		// claim of the same cluster, namespace and name binds it again (see released).
+		// But for a bucket this claim created and may not have tagged yet: left so, no
+		// claim could ever bind or delete it, so Retain waits to release it as Delete
+		// waits to delete it.
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.EventReasonBucketNotReleased, "Delete", "bucket %s was left as it is: the store could not be asked (%s)",
 			bucket, reconcile.AsStepError(err, "releasing").Reason)
 		return true, 0, nil
 	}
 	return done, retryIn, err
+}
+
+// mayBeUntagged says whether bucket may be one this claim's CreateBucket made that its
+// ownership tags never reached: created by its intent, and not recorded Provisioned
+// under that name (which it is once tagged).
+func mayBeUntagged(sb *bkv1.StorageBucket, bucket string) bool {
+	return createIntended(sb, bucket) &&
+		(sb.Status.BucketName != bucket || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned))
 }
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.

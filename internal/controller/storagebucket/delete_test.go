@@ -200,7 +200,8 @@ func TestDeletionWaitsForAnUnansweredCreate(t *testing.T) {
 
 // TestDeletionNeverTakesNoAnswerForNothing: when the store does not answer, a Delete
 // claim waits, whether or not it recorded a bucket; a Retain claim goes (the bucket
-// stays either way) and says it could not ask. A bucket these credentials may not even
+// stays either way) and says it could not ask, but for one whose bucket it created may
+// lack its tags, which waits to release it. A bucket these credentials may not even
 // see is not one a claim that recorded none created or bound.
 func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 	timeout := &s3.Error{Op: "HeadBucket", Bucket: rigBucket, Kind: s3.KindTimeout}
@@ -210,6 +211,10 @@ func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: rigBucket, UID: sb.UID, SentAt: &at}
 	}
 	retain := func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyRetain }
+	provisioned := func(sb *bkv1.StorageBucket) {
+		sb.Status.BucketName = rigBucket
+		sb.Status.Conditions = []metav1.Condition{{Type: bkv1.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: bkv1.ReasonBucketCreated}}
+	}
 	for _, tc := range []struct {
 		name    string
 		headErr error
@@ -220,6 +225,10 @@ func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 		{name: "Delete, nothing recorded, no answer", headErr: timeout},
 		{name: "Delete, intent recorded, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){intent}},
 		{name: "Retain, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){retain}, done: true, event: bkv1.EventReasonBucketNotReleased},
+		{name: "Retain, tagged bucket it created, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){retain, intent, provisioned},
+			done: true, event: bkv1.EventReasonBucketNotReleased},
+		// Created, maybe never tagged: left now, nobody could bind or delete it.
+		{name: "Retain, intent recorded, no answer", headErr: timeout, mutate: []func(*bkv1.StorageBucket){retain, intent}},
 		{name: "Delete, nothing recorded, access denied", headErr: denied, done: true, event: bkv1.EventReasonBucketLeftAlone},
 		{name: "Delete, intent recorded, access denied", headErr: denied, mutate: []func(*bkv1.StorageBucket){intent}},
 	} {
