@@ -40,7 +40,7 @@ const (
 var operatorGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"}
 
 // TestLeastPrivilegeRBAC runs the operator as its service account with nothing but the
-// generated ClusterRole and a leader-election Role, so a permission the code needs but
+// generated ClusterRole and Role (of its namespace) and a leader-election Role, so a permission the code needs but
 // the kubebuilder markers forgot fails here rather than in a cluster. Then it takes
 // one verb away and checks the claim says so in words a person can act on.
 func TestLeastPrivilegeRBAC(t *testing.T) {
@@ -57,6 +57,17 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	create(t, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{sa},
+	})
+	// The Role the markers generate beside the ClusterRole: the movers' objects and the
+	// moves' records in the operator's own namespace.
+	manager := &rbacv1.Role{}
+	decodeManifest(t, "role.yaml", "Role", manager)
+	manager.Namespace = operatorNamespace
+	create(t, manager)
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: manager.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: manager.Name},
 		Subjects:   []rbacv1.Subject{sa},
 	})
 	le := leaderElectionRole(t)

@@ -23,7 +23,7 @@ func checkMovers(snap *snapshot, namespace string) []Violation {
 			}
 		}
 	}) {
-		why := moveGone(snap, id)
+		why, kept := moveGone(snap, id)
 		if why == "" {
 			continue
 		}
@@ -39,6 +39,9 @@ func checkMovers(snap *snapshot, namespace string) []Violation {
 		for _, name := range l.Secrets {
 			report("secret", name)
 		}
+		if kept {
+			continue // a cancelled move keeps its checkpoints and record with its target
+		}
 		for _, name := range l.ConfigMaps {
 			report("configmap", name)
 		}
@@ -46,11 +49,13 @@ func checkMovers(snap *snapshot, namespace string) []Violation {
 	return out
 }
 
-// moveGone says why move id is no live claim's current move ("" when it is one).
-func moveGone(snap *snapshot, id string) string {
+// moveGone says why move id is no live claim's current move ("" when it is one); kept
+// says it is a cancelled move its claim records keeping the target of
+// (status.move.targetKeptOn), which keeps the move's ConfigMaps until then, to resume.
+func moveGone(snap *snapshot, id string) (why string, kept bool) {
 	hex, ok := mover.ClaimOfMove(id)
 	if !ok {
-		return "an ID the operator never gives a move"
+		return "an ID the operator never gives a move", false
 	}
 	for i := range snap.buckets {
 		sb := &snap.buckets[i]
@@ -59,15 +64,15 @@ func moveGone(snap *snapshot, id string) string {
 		}
 		switch m := sb.Status.Move; {
 		case m == nil:
-			return fmt.Sprintf("and StorageBucket %s/%s has no move", sb.Namespace, sb.Name)
+			return fmt.Sprintf("and StorageBucket %s/%s has no move", sb.Namespace, sb.Name), false
 		case m.ID != id:
-			return fmt.Sprintf("and StorageBucket %s/%s's move is %s (%s)", sb.Namespace, sb.Name, m.ID, m.Phase)
+			return fmt.Sprintf("and StorageBucket %s/%s's move is %s (%s)", sb.Namespace, sb.Name, m.ID, m.Phase), false
 		case m.Terminal():
-			return fmt.Sprintf("which StorageBucket %s/%s records as %s", sb.Namespace, sb.Name, m.Phase)
+			return fmt.Sprintf("which StorageBucket %s/%s records as %s", sb.Namespace, sb.Name, m.Phase), m.TargetKeptOn != ""
 		}
-		return ""
+		return "", false
 	}
-	return "whose StorageBucket (uid " + hex + ") no longer exists"
+	return "whose StorageBucket (uid " + hex + ") no longer exists", false
 }
 
 // copyAccounted says what is wrong with a bucket tagged for this cluster that a move

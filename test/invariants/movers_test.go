@@ -38,7 +38,8 @@ func moveIDOf(sb *bkv1.StorageBucket, attempt string) string {
 // TestMoverObjectsOfAGoneMove: a claim whose finalizer was stripped mid-move, or whose
 // move moved on to a later attempt or ended, leaves its movers' Job, Secret and
 // ConfigMaps behind; each is reported. Those of the claim's current move are not, nor
-// a Job being deleted (its pods first).
+// a Job being deleted (its pods first), nor the ConfigMaps of a cancelled move that
+// keeps its target to resume.
 func TestMoverObjectsOfAGoneMove(t *testing.T) {
 	w := newWorld(t)
 	w.sb.Status.Move = &bkv1.MoveStatus{ID: moveIDOf(w.sb, "2"), Phase: bkv1.MoveCopying, From: store, To: "store-b"}
@@ -88,6 +89,24 @@ func TestMoverObjectsOfAGoneMove(t *testing.T) {
 				t.Errorf("%s not reported", object)
 			}
 		})
+	}
+
+	// A cancelled move that keeps its target keeps its ConfigMaps (checkpoints, a
+	// pass's spec, its record) with it, to resume: only its Job and Secret are leaks.
+	w = newWorld(t)
+	kept := moveIDOf(w.sb, "3")
+	w.sb.Status.Move = &bkv1.MoveStatus{ID: kept, Phase: bkv1.MoveAborted, From: store, To: "store-b", TargetKeptOn: "store-b"}
+	w.objects = append(w.objects, moveObjects(kept)...)
+	leaks := map[string]bool{"job " + moverNS + "/" + mover.JobName(kept, 2): true,
+		"secret " + moverNS + "/" + bkv1.MoveCheckpointPrefix + kept + "-credentials": true}
+	for _, v := range Check(t.Context(), fakeClient(w), viewsOf(w), cluster, MoverNamespace(moverNS)) {
+		if !leaks[v.Object] {
+			t.Errorf("a kept move's object reported: %s", v)
+		}
+		delete(leaks, v.Object)
+	}
+	for object := range leaks {
+		t.Errorf("a kept move's %s not reported", object)
 	}
 
 	// A Job being deleted is the garbage collector's to finish.
