@@ -176,11 +176,11 @@ func (r *Reconciler) deleteExternal(ctx context.Context, sb *bkv1.StorageBucket,
 }
 
 // mayBeUntagged says whether bucket may be one this claim's CreateBucket made that its
-// ownership tags never reached: created by its intent, and not recorded Provisioned
-// under that name (which it is once tagged).
+// ownership tags never reached: created by its intent, and not yet recorded as the
+// claim's bucket in status.bucketName (which only a tagged bucket is; the condition
+// Provisioned is no proof, as an unready store turns it False).
 func mayBeUntagged(sb *bkv1.StorageBucket, bucket string) bool {
-	return createIntended(sb, bucket) &&
-		(sb.Status.BucketName != bucket || !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned))
+	return createIntended(sb, bucket) && sb.Status.BucketName != bucket
 }
 
 // deleteOwnedBucket carries out policy on bucket if it is this object's.

@@ -211,9 +211,11 @@ func TestDeletionNeverTakesNoAnswerForNothing(t *testing.T) {
 		sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: rigBucket, UID: sb.UID, SentAt: &at}
 	}
 	retain := func(sb *bkv1.StorageBucket) { sb.Spec.DeletionPolicy = bkv1.DeletionPolicyRetain }
+	// Tagged and recorded; its conditions False, as a store refusing the operator's
+	// credentials leaves them.
 	provisioned := func(sb *bkv1.StorageBucket) {
 		sb.Status.BucketName = rigBucket
-		sb.Status.Conditions = []metav1.Condition{{Type: bkv1.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: bkv1.ReasonBucketCreated}}
+		sb.Status.Conditions = []metav1.Condition{{Type: bkv1.ConditionProvisioned, Status: metav1.ConditionFalse, Reason: bkv1.ReasonCredentialsInvalid}}
 	}
 	for _, tc := range []struct {
 		name    string
