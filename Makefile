@@ -14,7 +14,9 @@ RACE_GO := CGO_ENABLED=1 $(GO)
 TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
-RACE_PKGS := ./internal/... ./cmd/... ./test/integration/
+# Longest first: hack/test-bin.sh runs a suite's packages as many at once as there are
+# cores, in this order, so the integration tests and the mover's start at once.
+RACE_PKGS := ./test/integration/ ./internal/mover/ ./internal/... ./cmd/...
 # How many parallel tests of one race-suite package run at once (go test's default is
 # the number of cores): they mostly wait on the stores (hack/test.sh).
 RACE_PARALLEL ?= 6
