@@ -15,7 +15,7 @@ TEST_MAKE := $(MAKE)
 CONTROLLER_GEN := $(GO) tool controller-gen
 # Packages whose tests run with the race detector (everything with goroutines of ours).
 # Longest first: hack/test-bin.sh runs a suite's packages as many at once as there are
-# cores, in this order, so the integration tests and the mover's start at once.
+# cores, in this order (the integration tests run in suites of their own: hack/test.sh).
 RACE_PKGS := ./test/integration/ ./internal/mover/ ./internal/... ./cmd/...
 # How many parallel tests of one race-suite package run at once (go test's default is
 # the number of cores): they mostly wait on the stores (hack/test.sh).
@@ -141,6 +141,8 @@ TEST_LOGS ?= bin/test-logs
 # check, managers killed and restarted) are named TestPaced... and run in a test process
 # of their own, beside the others (test/integration/doc.go).
 PACED_TESTS := ^TestPaced
+# The integration tests of moves (TestMove...) run in a process of their own too.
+MOVE_TESTS := ^TestMove
 
 # The install test (a real node, the release's chart and bundle as Pods) mostly waits on
 # Pods: it runs as a suite of its own, after make release-dry-run with TEST_RELEASE's
@@ -157,7 +159,7 @@ TEST_RELEASE := RELEASE_TRIMPATH= RELEASE_PLUGIN_PLATFORMS="linux/amd64 linux/ar
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
-	  RACE_PKGS='$(RACE_PKGS)' RACE_PARALLEL='$(RACE_PARALLEL)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' \
+	  RACE_PKGS='$(RACE_PKGS)' RACE_PARALLEL='$(RACE_PARALLEL)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' MOVE_TESTS='$(MOVE_TESTS)' \
 	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
 	  TEST_RELEASE='$(TEST_RELEASE)' hack/test.sh
 

@@ -9,15 +9,15 @@
 # Settings, from the Makefile: GO, TEST_MAKE (the make that runs the build steps),
 # TEST_BIN (where the test binaries go), TEST_RUN (the test binaries' flags), TEST_LOGS
 # (one log per suite), RACE_PKGS (packages run with the race detector), RACE_PARALLEL
-# (how many parallel tests of a race-suite package run at once), NESTED (the
-# nested modules), PACED_TESTS (the integration tests that mostly wait, run in a
-# process of their own), INSTALL_TESTS (the install test, a suite of its own), SOAK_PKG
-# (the soak, whose short form is a suite of its own), FUZZ_CMDS (the short fuzzing
-# runs) and TEST_RELEASE (make release-dry-run's settings in make test: the install
-# suite installs what it writes into dist/).
+# (how many parallel tests of a race-suite package run at once), NESTED (the nested
+# modules), PACED_TESTS and MOVE_TESTS (the integration tests that mostly wait, and
+# those of moves, each run in a process of their own), INSTALL_TESTS (the install
+# test, a suite of its own), SOAK_PKG (the soak, whose short form is a suite of its
+# own), FUZZ_CMDS (the short fuzzing runs) and TEST_RELEASE (make release-dry-run's
+# settings in make test: the install suite installs what it writes into dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS RACE_PARALLEL NESTED PACED_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS TEST_RELEASE; do
+for v in GO TEST_MAKE TEST_BIN TEST_RUN TEST_LOGS RACE_PKGS RACE_PARALLEL NESTED PACED_TESTS MOVE_TESTS INSTALL_TESTS SOAK_PKG FUZZ_CMDS TEST_RELEASE; do
 	[[ -n ${!v:-} ]] || { echo "hack/test.sh: $v is not set; run make test" >&2; exit 2; }
 done
 root=$PWD
@@ -51,8 +51,15 @@ nested+=' exit $rc'
 # the CPU: more of them at once than the machine's cores (go test's default) keeps
 # their processes from being the last to end by many minutes.
 race_run="$TEST_RUN -test.parallel=$RACE_PARALLEL"
+# The integration tests run in three processes of their own, each with its control
+# plane and stores, beside the race suite's other packages: the paced ones, the moves
+# (long, parallel, between every pair of stores) and the others; a test runs in exactly
+# one of them, as -run and -skip take the same patterns.
+race_others=$(tr ' ' '\n' <<<"$RACE_PKGS" | grep -vx './test/integration/' | tr '\n' ' ')
 exec hack/run-suites.sh "$TEST_LOGS" \
-	race "hack/test-bin.sh run $TEST_BIN/race $race_run -test.skip \"$PACED_TESTS\" -- $RACE_PKGS" \
+	race "hack/test-bin.sh run $TEST_BIN/race $race_run -- $race_others" \
+	race-integration "hack/test-bin.sh run $TEST_BIN/race $race_run -test.skip \"$PACED_TESTS|$MOVE_TESTS\" -- ./test/integration/" \
+	race-moves "hack/test-bin.sh run $TEST_BIN/race $race_run -test.run \"$MOVE_TESTS\" -- ./test/integration/" \
 	race-waiting "hack/test-bin.sh run $TEST_BIN/race $race_run -test.run \"$PACED_TESTS\" -- ./test/integration/" \
 	rest "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- \$($GO list ./... | grep -v -e /internal/ -e /cmd/ -e /test/integration -e /test/soak)" \
 	soak "hack/test-bin.sh run $TEST_BIN/main $TEST_RUN -- $SOAK_PKG" \

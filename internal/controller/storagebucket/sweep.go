@@ -91,13 +91,27 @@ type MoveSweeper struct {
 // NeedLeaderElection: only the leader sweeps.
 func (s *MoveSweeper) NeedLeaderElection() bool { return true }
 
-// Start runs sweeps until ctx ends.
+// Start runs sweeps until ctx ends: the movers' objects and the stores' buckets each on
+// a schedule of its own, so that a long pass over many stores' buckets never holds back
+// the removal of a gone move's Jobs and keys.
 func (s *MoveSweeper) Start(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.every(ctx, s.movesDue)
+	}()
+	s.every(ctx, s.bucketsDue)
+	<-done
+	return nil
+}
+
+// every runs sweep until ctx ends, waiting between two runs as long as it says.
+func (s *MoveSweeper) every(ctx context.Context, sweep func(context.Context) time.Duration) {
 	for {
-		wait := s.sweepDue(ctx)
+		wait := max(sweep(ctx), defaults.AccessCollectContinue)
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-s.Clock.After(wait):
 		}
 	}
@@ -110,10 +124,9 @@ func (s *MoveSweeper) interval() time.Duration {
 	return defaults.AccessCollectInterval
 }
 
-// sweepDue runs what is due: the movers' objects, then each account's buckets. It says
-// how long until the next is due.
-func (s *MoveSweeper) sweepDue(ctx context.Context) time.Duration {
-	next := s.interval()
+// movesDue sweeps the movers' objects when due, and says how long until it is due
+// again.
+func (s *MoveSweeper) movesDue(ctx context.Context) time.Duration {
 	now := s.Clock.Now()
 	if !now.Before(s.nextMoves) {
 		result, err := s.sweepMoves(ctx)
@@ -129,14 +142,18 @@ func (s *MoveSweeper) sweepDue(ctx context.Context) time.Duration {
 			s.nextMoves = now.Add(s.interval())
 		}
 	}
-	next = min(next, max(s.nextMoves.Sub(s.Clock.Now()), 0))
-	if wait, err := s.sweepBuckets(ctx); err != nil && ctx.Err() == nil {
+	return s.nextMoves.Sub(s.Clock.Now())
+}
+
+// bucketsDue sweeps each account's buckets that is due, and says how long until the
+// next is.
+func (s *MoveSweeper) bucketsDue(ctx context.Context) time.Duration {
+	wait, err := s.sweepBuckets(ctx)
+	if err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("listing ObjectStores for the move sweep failed; retrying later", "error", err.Error())
-		next = min(next, 10*time.Second)
-	} else {
-		next = min(next, wait)
+		return min(s.interval(), 10*time.Second)
 	}
-	return max(next, defaults.AccessCollectContinue)
+	return wait
 }
 
 // claimIndex is every StorageBucket by its UID without dashes (what move IDs hold),
