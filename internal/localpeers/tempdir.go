@@ -46,7 +46,36 @@ func sweepStaleDirs() {
 		if err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid) {
 			continue
 		}
-		_ = RemoveTempDir(filepath.Join(os.TempDir(), e.Name()))
+		dir := filepath.Join(os.TempDir(), e.Name())
+		killProcessesNaming(dir)
+		_ = RemoveTempDir(dir)
+	}
+}
+
+// killProcessesNaming kills every process whose command line names dir or a path
+// inside it: the peers of a run killed before its cleanup that did not die with it
+// (envtest starts kube-apiserver without a parent-death signal).
+func killProcessesNaming(dir string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, arg := range strings.Split(string(cmdline), "\x00") {
+			if _, value, _ := strings.Cut(arg, "="); value == dir || strings.HasPrefix(value, dir+"/") ||
+				arg == dir || strings.HasPrefix(arg, dir+"/") {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
 	}
 }
 
