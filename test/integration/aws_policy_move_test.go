@@ -12,6 +12,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/bucketkeeper/bucketkeeper/internal/awspolicy"
 	"github.com/bucketkeeper/bucketkeeper/internal/mover"
@@ -97,17 +98,15 @@ func TestMovesCallWhatTheAWSPolicyAllows(t *testing.T) {
 		must(t, runner.Start(ctx, mover.Move{Spec: s,
 			Source: mover.Credentials{AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey},
 			Target: mover.Credentials{AccessKeyID: rgw.AccessKeyID, SecretAccessKey: rgw.SecretAccessKey}}))
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			p, err := runner.Progress(ctx, spec.MoveID, pass, 1)
-			if err == nil && p.Done == 1 {
-				return p
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("final pass %d not done after 3m: %+v (%v)", pass, p, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+		var p mover.Progress
+		var perr error
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, perr = runner.Progress(ctx, spec.MoveID, pass, 1)
+			return perr == nil && p.Done == 1, nil
+		}); err != nil {
+			t.Fatalf("final pass %d not done after 3m: %+v (%v)", pass, p, perr)
 		}
+		return p
 	}
 	if p := final(1); !p.Verified || p.Failures.Count != 0 {
 		t.Fatalf("final pass: verified %v, failures %s, differences %s", p.Verified, p.Failures, p.Differences)
