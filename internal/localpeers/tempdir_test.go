@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -24,10 +25,11 @@ func TestSweepKillsTheOrphanedPeersOfADeadRun(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	start := func(arg string) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", "sleep 300", arg)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its sleep goes with it
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _, _ = cmd.Process.Wait() })
 		return cmd
 	}
 	orphan := start("--cert-dir=" + filepath.Join(dir, "apiserver"))
