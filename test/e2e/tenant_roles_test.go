@@ -87,6 +87,7 @@ func TestTenantRolesAggregateIntoEditAndView(t *testing.T) {
 	}
 
 	for user, grants := range map[string]map[string][]string{editor: editGrants, viewer: viewGrants} {
+		waitGranted(t, ctx, user, grants, ns.Name)
 		for _, res := range checkedResources {
 			for _, verb := range tenantVerbs {
 				want := slices.Contains(grants[res], verb)
@@ -166,6 +167,24 @@ func waitAggregated(t *testing.T, ctx context.Context, role, resource, verb stri
 			}
 		}
 		return fmt.Errorf("ClusterRole %s does not grant %s on %s yet (%d rules)", role, verb, resource, len(cr.Rules))
+	}))
+}
+
+// waitGranted waits until the API server's authorizer allows user every verb of
+// grants in namespace: its RBAC cache has seen the RoleBinding just made and the
+// aggregated ClusterRole's last rules, which it learns from a watch, a moment after
+// they are written.
+func waitGranted(t *testing.T, ctx context.Context, user string, grants map[string][]string, namespace string) {
+	t.Helper()
+	must(t, testenv.Poll(ctx, func() error {
+		for res, verbs := range grants {
+			for _, verb := range verbs {
+				if !userMay(t, ctx, user, verb, res, namespace) {
+					return fmt.Errorf("%s may not %s %s in %s yet", user, verb, res, namespace)
+				}
+			}
+		}
+		return nil
 	}))
 }
 
