@@ -207,11 +207,15 @@ reasons-doc: ## Write the table of condition reasons and remedies (internal/reme
 
 # The soak's long form: random operations, SIGKILLs and store outages for SOAK_DURATION,
 # the invariant checker after every round; its summary goes to bench/results/soak.json
-# and soak.md, to be committed. SOAK_SEED replays a seed.
+# and soak.md, to be committed. SOAK_SEED replays a seed. The operator's logs and the
+# operations run are kept in SOAK_LOGS, to read a finding against.
 SOAK_DURATION ?= 30m
+SOAK_LOGS ?= $(CURDIR)/bin/soak
 .PHONY: soak
 soak: ## The long soak (SOAK_DURATION, default 30m; SOAK_SEED replays one): bench/results/soak.{json,md}; not in make test.
+	rm -rf $(SOAK_LOGS)
 	BUCKETKEEPER_SOAK_DURATION=$(SOAK_DURATION) BUCKETKEEPER_SOAK_RESULTS=$(CURDIR)/bench/results \
+	  BUCKETKEEPER_SOAK_LOGS=$(SOAK_LOGS) BUCKETKEEPER_SOAK_TRACE=$(SOAK_LOGS)/trace.log \
 	  $(if $(SOAK_SEED),BUCKETKEEPER_SOAK_SEED=$(SOAK_SEED)) \
 	  $(GO) test -count=1 -v -timeout 3h -run '^TestSoak$$' $(SOAK_PKG)
 

@@ -99,8 +99,13 @@ func newRig(t *testing.T, ctx context.Context) *rig {
 	}
 	kubeconfig := filepath.Join(r.dir, "kubeconfig")
 	must(t, testenv.WriteKubeconfig(kubeconfig, "envtest", "default", cfg))
+	logs := r.dir
+	if dir := os.Getenv(envLogs); dir != "" {
+		must(t, os.MkdirAll(dir, 0o755))
+		logs = dir
+	}
 	for _, name := range []string{"a", "b"} {
-		rep := &replica{name: name, logPath: filepath.Join(r.dir, "operator-"+name+".log"), args: []string{
+		rep := &replica{name: name, logPath: filepath.Join(logs, "operator-"+name+".log"), args: []string{
 			"--kubeconfig", kubeconfig,
 			"--leader-elect", "--leader-election-namespace", systemNamespace,
 			"--leader-election-lease-duration", leaseDuration.String(),

@@ -28,11 +28,16 @@ import (
 //     (make soak: bench/results).
 //   - BUCKETKEEPER_SOAK_TRACE: a file to write every seed's trace into (the operations
 //     run, settles, findings), which a failing run prints the end of anyway.
+//   - BUCKETKEEPER_SOAK_LOGS: a directory to write the operator replicas' logs into,
+//     kept after the run (every process of a replica appends to one file), for a
+//     finding to be read against what the operator did; unset, they go to the test's
+//     temporary directory and a failing run prints their ends.
 const (
 	envDuration = "BUCKETKEEPER_SOAK_DURATION"
 	envSeed     = "BUCKETKEEPER_SOAK_SEED"
 	envResults  = "BUCKETKEEPER_SOAK_RESULTS"
 	envTrace    = "BUCKETKEEPER_SOAK_TRACE"
+	envLogs     = "BUCKETKEEPER_SOAK_LOGS"
 )
 
 // fixedSeed is the short form's first seed: the same draws on every run.
