@@ -49,7 +49,7 @@ func TestReadmeTourIsTheTestedOne(t *testing.T) {
 }
 
 // TestReadmeRecipeIsTheTestedOne: the access page's kubectl-only aws CLI recipe is the one
-// TestDev and TestBucketAccessTenants run (testenv.AWSCLIRecipe): the Secret's keys it
+// TestDev and TestAccessSecretAloneWithTheAWSCLI run (testenv.AWSCLIRecipe): the Secret's keys it
 // reads by name (testenv.AWSCLIRecipeKeys; never an eval of the whole Secret, which its
 // namespace's writers can add keys to) as the only environment, an upload into and a listing of the Secret's own bucket with
 // --endpoint-url, and a listing of the other sample's bucket, refused. A recipe edited

@@ -23,9 +23,9 @@ import (
 )
 
 // TestBucketAccessTenants: two tenants, each with a bucket and an access on the same
-// server. Each Secret's key works on its own bucket only (through the SDK, and through
-// the aws CLI given nothing but the Secret, as the README shows) and can neither create
-// buckets nor change policies; a ReadOnly access cannot write; a rotation ends with
+// server. Each Secret's key works on its own bucket only and can neither create
+// buckets nor change policies (TestAccessSecretAloneWithTheAWSCLI runs the README's
+// aws CLI recipe with a Secret alone); a ReadOnly access cannot write; a rotation ends with
 // one working key in the Secret; deleting an access revokes its key.
 func TestBucketAccessTenants(t *testing.T) {
 	for _, srv := range everyStore() {
@@ -74,13 +74,6 @@ func testBucketAccessTenants(t *testing.T, srv *testenv.S3Server) {
 	wantDenied(t, "GetObject from the other tenant's bucket", err)
 	wantDenied(t, "CreateBucket", keyA.c.CreateBucket(a.ctx, "bk-"+a.ns+"-new", ""))
 	wantDenied(t, "PutBucketPolicy", keyA.c.PutBucketPolicy(a.ctx, bucketA, policyJSONString(bucketA)))
-
-	// The README's recipe, with the aws CLI users have and nothing but the Secret.
-	creds := &corev1.Secret{}
-	must(t, k8s.Get(a.ctx, types.NamespacedName{Namespace: a.ns, Name: "app-creds"}, creds))
-	if err := testenv.AWSCLIRecipe(a.ctx, t.TempDir(), creds.Data, string(creds.Data[bkv1.AccessSecretKeyEndpoint]), bucketA, bucketB); err != nil {
-		t.Errorf("aws CLI with the access Secret alone: %v", err)
-	}
 
 	// ReadOnly: reads its bucket, writes nowhere.
 	if body, err := keyB.c.GetObject(b.ctx, bucketB, "seed", 100); err != nil || string(body) != "seed" {
