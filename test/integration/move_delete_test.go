@@ -23,7 +23,7 @@ import (
 
 // TestMoveCleanupLeavesOthersBucketsAlone: three claims move from SeaweedFS to Ceph RGW,
 // and the copy each left on SeaweedFS is then replaced by a bucket of the same name that
-// is not the claim's: another claim's of this cluster, an untagged one, another
+// is not the claim's: another live claim's of this cluster, an untagged one, another
 // cluster's. Each holds objects and a policy with the move's freeze statement (as a
 // bucket frozen by its own move would). Then every path that cleans up after a move
 // runs on them: the source's deletion after spec.move.deleteSourceAfter, the
@@ -50,8 +50,12 @@ func TestMoveCleanupLeavesOthersBucketsAlone(t *testing.T) {
 		f.waitMove(sb, bkv1.MoveDone, 3*time.Minute)
 	}
 
+	// Another live claim of this cluster: a bucket tagged for a gone claim's and frozen
+	// is the sweep's to thaw and release (sweep_buckets.go's judgeGone), as the source
+	// of a move its claim left during the cutover.
+	someoneElse := f.bucket("someone-else", func(sb *bkv1.StorageBucket) { sb.Spec.ObjectStoreRef.Name = "no-such-store" })
 	impostors := map[string]map[string]string{
-		"source": {bkv1.TagClaim: f.ns + "/someone-else", bkv1.TagUID: "0c0ffee0-0000-4000-8000-000000000001/" + f.nsUID(), bkv1.TagCluster: clusterID},
+		"source": {bkv1.TagClaim: f.ns + "/someone-else", bkv1.TagUID: string(someoneElse.UID) + "/" + f.nsUID(), bkv1.TagCluster: clusterID},
 		"back":   {},
 		"purged": {bkv1.TagClaim: f.ns + "/purged", bkv1.TagUID: "0c0ffee0-0000-4000-8000-000000000002", bkv1.TagCluster: "another-cluster"},
 	}
