@@ -216,6 +216,15 @@ func (s *MoveSweeper) judgeGone(ctx context.Context, store *bkv1.ObjectStore, c 
 	if tags[bkv1.TagMovedTo] != "" {
 		return true, s.release(ctx, store, c, bucket, me, tags, "a copy a move left behind")
 	}
+	if thawed, err := thawIfFrozen(ctx, c, bucket); err != nil || !thawed {
+		return false, err
+	}
+	return true, s.release(ctx, store, c, bucket, me, tags, "the source of a move, frozen at its cutover and now thawed")
+}
+
+// thawIfFrozen takes a move's freeze out of bucket's policy when it holds one, and
+// only the freeze's statement; thawed says it did.
+func thawIfFrozen(ctx context.Context, c s3.Client, bucket string) (thawed bool, err error) {
 	policy, err := c.GetBucketPolicy(ctx, bucket)
 	if s3.KindOf(err) == s3.KindNotFound {
 		return false, nil
@@ -229,7 +238,7 @@ func (s *MoveSweeper) judgeGone(ctx context.Context, store *bkv1.ObjectStore, c 
 	if err := thawBucket(ctx, c, bucket); err != nil {
 		return false, err
 	}
-	return true, s.release(ctx, store, c, bucket, me, tags, "the source of a move, frozen at its cutover and now thawed")
+	return true, nil
 }
 
 // skips says whether a bucket's tags need not be read in this sweep.
@@ -301,17 +310,7 @@ func (s *MoveSweeper) releasedFrozen(tags map[string]string) bool {
 // thawReleased lifts a move's freeze from a released bucket no move left behind: no
 // claim holds it, and nothing else would ever lift it.
 func (s *MoveSweeper) thawReleased(ctx context.Context, store *bkv1.ObjectStore, c s3.Client, bucket string) (bool, error) {
-	policy, err := c.GetBucketPolicy(ctx, bucket)
-	if s3.KindOf(err) == s3.KindNotFound {
-		return false, nil
-	}
-	if err != nil {
-		return false, reconcile.AsStepError(err, fmt.Sprintf("reading the policy of bucket %q", bucket))
-	}
-	if !frozen(policy) {
-		return false, nil
-	}
-	if err := thawBucket(ctx, c, bucket); err != nil {
+	if thawed, err := thawIfFrozen(ctx, c, bucket); err != nil || !thawed {
 		return false, err
 	}
 	s.event(ctx, store, corev1.EventTypeNormal, bkv1.EventReasonBucketReleased, "lifted a move's freeze from bucket %s, released without it", bucket)
