@@ -62,7 +62,8 @@ func TestBucketAccessAdmission(t *testing.T) {
 	}
 }
 
-// TestObjectStoreAccessProviderAdmission: iam settings only with type IAM.
+// TestObjectStoreAccessProviderAdmission: iam settings only with type IAM; iam.api
+// AWS or MinIO, and MinIO without keyless access.
 func TestObjectStoreAccessProviderAdmission(t *testing.T) {
 	base := func(provider map[string]any) spec {
 		return spec{"endpoint": "http://127.0.0.1:7070", "accessProvider": provider}
@@ -73,6 +74,14 @@ func TestObjectStoreAccessProviderAdmission(t *testing.T) {
 		`supported values: "IAM", "Static", "None"`)
 	assertRejected(t, k8s.Create(testCtx(t), objectStore("ap-bad-endpoint", base(map[string]any{"type": "IAM", "iam": map[string]any{"endpoint": "ftp://x"}}))),
 		"iam.endpoint must be an http:// or https:// URL")
+	assertRejected(t, k8s.Create(testCtx(t), objectStore("ap-unknown-api", base(map[string]any{"type": "IAM", "iam": map[string]any{"api": "Ceph"}}))),
+		`supported values: "AWS", "MinIO"`)
+	assertRejected(t, k8s.Create(testCtx(t), objectStore("ap-minio-keyless", base(map[string]any{"type": "IAM", "iam": map[string]any{"api": "MinIO"},
+		"webIdentity": map[string]any{"issuer": "https://oidc.example.com/cluster", "audience": "s3.example.com"}}))),
+		"accessProvider.webIdentity is not available with iam.api MinIO")
+	if err := k8s.Create(testCtx(t), objectStore("ap-minio", base(map[string]any{"type": "IAM", "iam": map[string]any{"api": "MinIO"}}))); err != nil {
+		t.Fatalf("a valid MinIO store was refused: %v", err)
+	}
 	store := objectStore("ap-iam", base(map[string]any{"type": "IAM", "iam": map[string]any{"endpoint": "http://127.0.0.1:7071"}}))
 	if err := k8s.Create(testCtx(t), store); err != nil {
 		t.Fatalf("a valid IAM store was refused: %v", err)

@@ -12,8 +12,8 @@ const (
 	ConditionStalled = "Stalled"
 	// ConditionProvisioned is True when the bucket exists and is owned by this claim.
 	ConditionProvisioned = "Provisioned"
-	// ConditionConfigured is True when versioning, tags, lifecycle, public access and
-	// policy on the bucket match the spec.
+	// ConditionConfigured is True when versioning, tags, lifecycle, public access,
+	// policy and CORS on the bucket match the spec.
 	ConditionConfigured = "Configured"
 	// ConditionAvailable carries the verdict of the last health probe of the bucket.
 	ConditionAvailable = "Available"
@@ -30,6 +30,15 @@ const (
 	// ServiceAccount tokens (spec.accessProvider.webIdentity): the issuer is
 	// registered as its OpenID Connect provider and it keeps roles' inline policies.
 	ConditionWebIdentityReady = "WebIdentityReady"
+	// ConditionStoreRetired, on a StorageBucket, is True while the store its spec
+	// names retires (ObjectStore spec.retire) and once the retirement moved the
+	// bucket: its reason says where the bucket is, its message what the owner may do
+	// (name the successor in spec.objectStoreRef, at leisure). It is informational:
+	// it never makes the claim not Ready, and kstatus does not read it.
+	ConditionStoreRetired = "StoreRetired"
+	// ConditionRetired, on an ObjectStore with spec.retire, is True once no bucket
+	// lives on the store, nor moves to or from it: deleting it is then safe.
+	ConditionRetired = "Retired"
 )
 
 // Condition reasons: CamelCase, specific enough that a person knows what to do next.
@@ -170,6 +179,29 @@ const (
 	// by the target): the move does not cut over; the message counts them and names
 	// the first few keys.
 	ReasonMoveFailed = "MoveFailed"
+	// ReasonUndeclaredSettings: the bucket has settings on the store it leaves that
+	// the spec does not declare (lifecycle rules, a policy, tags, CORS), and neither
+	// spec.move.undeclaredSettings nor its retirement's says whether to carry or drop
+	// them: the move waits, nothing created on the target; the message names them.
+	ReasonUndeclaredSettings = "UndeclaredSettings"
+
+	// Reasons of a store's retirement (ObjectStore spec.retire): of a claim's
+	// StoreRetired condition and of the store's Retired condition.
+	// ReasonRetiring: the retirement moves the bucket, or waits for a slot to (the
+	// claim), or buckets are still on the store (the store).
+	ReasonRetiring = "Retiring"
+	// ReasonRetirementPaused: spec.retire.paused holds the bucket's move back.
+	ReasonRetirementPaused = "RetirementPaused"
+	// ReasonRetirementSkipped: the bucket cannot follow the retirement (the
+	// successor's guardrails refuse it, or its move failed): it stays where it is,
+	// served as before, and is tried again.
+	ReasonRetirementSkipped = "RetirementSkipped"
+	// ReasonRetired: the bucket lives on the successor (the claim), or no bucket is
+	// left on the store (the store).
+	ReasonRetired = "Retired"
+	// ReasonObjectStoreRetiring: a new claim names a retiring store, which creates no
+	// new bucket: name its successor.
+	ReasonObjectStoreRetiring = "ObjectStoreRetiring"
 )
 
 // Reasons of Events that no condition carries: what the deletion of a StorageBucket

@@ -25,6 +25,15 @@ type MoveSpec struct {
 	// deletes it on the store.
 	// +optional
 	DeleteSourceAfter *metav1.Duration `json:"deleteSourceAfter,omitempty"`
+	// UndeclaredSettings says what the move does with lifecycle rules, a bucket
+	// policy, tags or CORS the bucket has on the store it leaves while the spec does
+	// not declare them: Carry applies them to the target too (held to its guardrails
+	// as declared ones), Drop leaves them behind. Unset, there is no default: a move
+	// that finds any waits (Stalled, reason UndeclaredSettings, naming them) and
+	// creates nothing on the target until one is set (docs/moving.md).
+	// +optional
+	// +kubebuilder:validation:Enum=Carry;Drop
+	UndeclaredSettings UndeclaredSettings `json:"undeclaredSettings,omitempty"`
 }
 
 // MoveVersions says which versions of each key a move copies.
@@ -138,6 +147,22 @@ type MoveStatus struct {
 	TargetKeptOn string `json:"targetKeptOn,omitempty"`
 	// +optional
 	TargetKeptUntil *metav1.Time `json:"targetKeptUntil,omitempty"`
+	// Undeclared names the settings the move's plan found on the source that the
+	// spec does not declare (with their counts, never their values): what
+	// UndeclaredSettings decided about.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=64
+	Undeclared []string `json:"undeclared,omitempty"`
+	// UndeclaredSettings is the choice the move made of them (Carry or Drop: the
+	// claim's spec.move.undeclaredSettings, else its retirement's); empty while it
+	// waits for one, or when it found none.
+	// +optional
+	UndeclaredSettings UndeclaredSettings `json:"undeclaredSettings,omitempty"`
+	// Carried is what the move carried to its target bucket (UndeclaredSettings:
+	// Carry); it becomes status.carried when the bucket's home switches there.
+	// +optional
+	Carried *CarriedSettings `json:"carried,omitempty"`
 	// SourceDeleted says the bucket left on the old store was deleted
 	// (spec.move.deleteSourceAfter).
 	// +optional
@@ -164,11 +189,15 @@ func (m *MoveStatus) KeptTarget() bool {
 }
 
 // HomeStore is the ObjectStore the bucket lives on now: status.objectStore once the
-// operator recorded it, else spec.objectStoreRef. It differs from spec.objectStoreRef
+// operator recorded it, else the store its first CreateBucket was sent to (which may
+// still make it there), else spec.objectStoreRef. It differs from spec.objectStoreRef
 // only while the bucket moves.
 func (sb *StorageBucket) HomeStore() string {
 	if sb.Status.ObjectStore != "" {
 		return sb.Status.ObjectStore
+	}
+	if i := sb.Status.CreateIntent; i != nil && i.UID == sb.UID && i.ObjectStore != "" {
+		return i.ObjectStore // a CreateBucket sent there may still land: see CreateIntent
 	}
 	return sb.Spec.ObjectStoreRef.Name
 }

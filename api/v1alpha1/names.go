@@ -40,6 +40,14 @@ const (
 	// MaxBucketTags is S3's limit on the tags of one bucket: the spec's, the ownership
 	// tags and, on an adopted bucket, the tags it already had, all together.
 	MaxBucketTags = 50
+	// MaxCORSRules is S3's limit on the rules of a bucket's CORS configuration, which
+	// spec.cors keeps to; MaxCORSValues bounds each of a rule's lists of origins and
+	// headers, and MaxCORSValueLength each of their values, so that the largest spec.cors
+	// (about 400 KB) stays well within what etcd takes of one object and what the
+	// operator should hold per claim.
+	MaxCORSRules       = 100
+	MaxCORSValues      = 10
+	MaxCORSValueLength = 128
 	// SystemTagPrefix marks tags the store itself sets (aws:cloudformation:...). They
 	// cannot be written back, so they are kept on the bucket and never sent.
 	SystemTagPrefix = "aws:"

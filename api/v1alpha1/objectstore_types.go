@@ -95,6 +95,12 @@ type ObjectStoreSpec struct {
 	// +kubebuilder:default={}
 	Guardrails StoreGuardrails `json:"guardrails,omitempty"`
 
+	// Retire moves every bucket of this store to another (docs/retiring.md). A
+	// retiring store creates no new bucket: a new StorageBucket naming it is refused
+	// and told to name the successor.
+	// +optional
+	Retire *RetireSpec `json:"retire,omitempty"`
+
 	// AccessProvider says where applications' credentials come from: IAM (a user
 	// and key per BucketAccess, scoped to its buckets), Static (the shared keys of
 	// applicationCredentialsSecretRef, unsafe for multi-tenant stores) or None (no
@@ -334,72 +340,6 @@ func (g *StoreGuardrails) DeletionPolicyAllowed(p DeletionPolicy) bool {
 	return false
 }
 
-// AccessProviderType names a source of application credentials.
-// +kubebuilder:validation:Enum=IAM;Static;None
-type AccessProviderType string
-
-// Access provider types.
-const (
-	// AccessProviderIAM issues one IAM user and key per BucketAccess, scoped to its
-	// buckets, through the store's IAM API: for stores shared by several tenants.
-	AccessProviderIAM AccessProviderType = "IAM"
-	// AccessProviderStatic copies the one key pair of applicationCredentialsSecretRef into
-	// every connection Secret: for a store with a single tenant only, as any application
-	// can then read and overwrite any other's bucket.
-	AccessProviderStatic AccessProviderType = "Static"
-	// AccessProviderNone hands out no keys: applications bring their own identity.
-	AccessProviderNone AccessProviderType = "None"
-)
-
-// AccessProviderType is the store's effective access provider: spec.accessProvider's
-// type, else Static when applicationCredentialsSecretRef is set, else None (the
-// defaulting the field's documentation describes, which the CRD cannot express).
-func (s *ObjectStoreSpec) AccessProviderType() AccessProviderType {
-	if p := s.AccessProvider; p != nil && p.Type != "" {
-		return p.Type
-	}
-	if s.ApplicationCredentialsSecretRef != nil {
-		return AccessProviderStatic
-	}
-	return AccessProviderNone
-}
-
-// AccessProvider configures application credentials for a store.
-//
-// +kubebuilder:validation:XValidation:rule="self.type == 'IAM' || !has(self.iam)",message="accessProvider.iam may only be set when type is IAM"
-// +kubebuilder:validation:XValidation:rule="self.type == 'IAM' || !has(self.webIdentity)",message="accessProvider.webIdentity may only be set when type is IAM"
-type AccessProvider struct {
-	// Type of the provider.
-	Type AccessProviderType `json:"type"`
-	// IAM configures the IAM endpoint when type is IAM.
-	// +optional
-	IAM *IAMAccessProvider `json:"iam,omitempty"`
-	// WebIdentity lets BucketAccesses name a ServiceAccount instead of asking for a
-	// key (keyless access): the store trusts this cluster's ServiceAccount tokens,
-	// registered as an OpenID Connect provider through its IAM API, and each such
-	// BucketAccess gets a role its ServiceAccount's tokens assume.
-	// +optional
-	WebIdentity *WebIdentity `json:"webIdentity,omitempty"`
-}
-
-// IAMAccessProvider says how to reach the store's AWS IAM API. The operator's
-// store credentials (credentialsSecretRef) sign its requests; the store's
-// caBundle and insecureSkipTLSVerify apply to it too.
-type IAMAccessProvider struct {
-	// Endpoint of the IAM API. Empty means the store's S3 endpoint (SeaweedFS
-	// serves IAM there), or AWS IAM when the store is AWS S3.
-	// +optional
-	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="iam.endpoint must be an http:// or https:// URL with a host"
-	Endpoint string `json:"endpoint,omitempty"`
-	// Region IAM requests are signed for.
-	// +optional
-	// +kubebuilder:default="us-east-1"
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
-	Region string `json:"region,omitempty"`
-}
-
 // SecretReference names a Secret in a given namespace.
 type SecretReference struct {
 	// +kubebuilder:validation:MinLength=1
@@ -428,8 +368,9 @@ type ObjectStoreStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (store reachable with valid credentials), Reconciling,
-	// Stalled, AccessProviderReady when accessProvider.type is IAM, and
-	// WebIdentityReady when accessProvider.webIdentity is set.
+	// Stalled, AccessProviderReady when accessProvider.type is IAM,
+	// WebIdentityReady when accessProvider.webIdentity is set, and Retired when
+	// spec.retire is.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -443,6 +384,11 @@ type ObjectStoreStatus struct {
 	// (spec.accessProvider.webIdentity).
 	// +optional
 	WebIdentity *WebIdentityStatus `json:"webIdentity,omitempty"`
+
+	// Retirement counts the buckets of a retiring store (spec.retire) by where they
+	// are; the Retired condition says when none is left.
+	// +optional
+	Retirement *RetirementStatus `json:"retirement,omitempty"`
 }
 
 // ObjectStore is a connection to an S3-compatible store, owned by the platform team.
@@ -452,7 +398,9 @@ type ObjectStoreStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=ostore,categories=bucketkeeper
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Retired",type=string,JSONPath=`.status.conditions[?(@.type=="Retired")].status`,priority=1,description="Whether no bucket is left on a retiring store"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.retire) || self.spec.retire.into != self.metadata.name",message="spec.retire.into names this store itself: a store retires into another"
 type ObjectStore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

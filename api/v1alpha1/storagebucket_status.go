@@ -27,9 +27,15 @@ type StorageBucketStatus struct {
 	// +optional
 	Region string `json:"region,omitempty"`
 	// ObjectStore is the ObjectStore the bucket lives on now. It differs from
-	// spec.objectStoreRef only while the bucket moves (status.move).
+	// spec.objectStoreRef while the bucket moves (status.move), and once a
+	// retirement of the store the spec names moved it (status.retirement).
 	// +optional
 	ObjectStore string `json:"objectStore,omitempty"`
+	// Retirement is set while the ObjectStore spec.objectStoreRef names retires (its
+	// spec.retire), and once it took the bucket to its successor: where the bucket
+	// goes, and whether it is skipped.
+	// +optional
+	Retirement *ClaimRetirement `json:"retirement,omitempty"`
 	// Move is the bucket's last move between stores, while it runs and after.
 	// +optional
 	Move *MoveStatus `json:"move,omitempty"`
@@ -72,6 +78,11 @@ type StorageBucketStatus struct {
 	// cannot write, and so survives restarts and leader changes.
 	// +optional
 	Applied *AppliedConfiguration `json:"applied,omitempty"`
+	// Carried records the settings a move carried to the bucket's home that the spec
+	// does not declare (spec.move.undeclaredSettings: Carry): the configuration step
+	// leaves them in place there rather than remove them as drift.
+	// +optional
+	Carried *CarriedSettings `json:"carried,omitempty"`
 	// LastHandledProbeRequest is the last value of the
 	// bucketkeeper.io/probe-requested-at annotation that was acted on.
 	// +optional
@@ -130,6 +141,13 @@ type CreateIntent struct {
 	BucketName string `json:"bucketName"`
 	// UID is the StorageBucket's UID when the intent was recorded.
 	UID types.UID `json:"uid"`
+	// ObjectStore is the ObjectStore CreateBucket was sent to. Until the bucket is
+	// provisioned (status.objectStore), it is the bucket's home: a change of
+	// spec.objectStoreRef meanwhile moves the bucket from there once it is made,
+	// rather than forgetting a CreateBucket that may still land. Empty in an intent
+	// recorded by a version before this field.
+	// +optional
+	ObjectStore string `json:"objectStore,omitempty"`
 	// SentAt is when the latest CreateBucket of this intent was sent, recorded (to the
 	// second) just before sending it. A CreateBucket whose answer was lost may still be
 	// carried out by the store after the operator stopped waiting for it; until that
@@ -173,6 +191,9 @@ type AppliedConfiguration struct {
 	// Policy: the bucket policy is the operator's (set from the spec).
 	// +optional
 	Policy bool `json:"policy,omitempty"`
+	// CORS: the bucket's CORS configuration is the operator's (set from the spec).
+	// +optional
+	CORS bool `json:"cors,omitempty"`
 	// Versioning: the operator set the bucket's versioning.
 	// +optional
 	Versioning bool `json:"versioning,omitempty"`

@@ -8,7 +8,6 @@ import (
 
 // StorageBucketSpec is what an application asks for: one bucket on one ObjectStore.
 //
-// +kubebuilder:validation:XValidation:rule="self.objectStoreRef == oldSelf.objectStoreRef || has(self.move)",message="objectStoreRef can change only with spec.move set: that moves the bucket and its objects to the other store"
 // +kubebuilder:validation:XValidation:rule="has(self.bucketName) == has(oldSelf.bucketName) && (!has(self.bucketName) || self.bucketName == oldSelf.bucketName)",message="bucketName cannot be added, changed or removed after creation: create a new StorageBucket for another bucket"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectLock) || !has(self.versioning) || self.versioning == 'Enabled'",message="objectLock needs versioning Enabled (or unset): a locked bucket keeps every version, and S3 refuses to suspend versioning on it"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.objectLock) || has(self.objectLock)",message="objectLock cannot be removed: S3 cannot turn object lock off once a bucket has it"
@@ -18,7 +17,12 @@ type StorageBucketSpec struct {
 	// ObjectStoreRef names the ObjectStore the bucket should live on. It may change
 	// only with spec.move set, which moves the bucket and its objects there
 	// (status.objectStore is where it lives meanwhile); setting it back before the
-	// cutover cancels the move.
+	// cutover cancels the move. It may also change, without spec.move, to the store
+	// the bucket lives on: a store that retires into another (ObjectStore
+	// spec.retire) moves its buckets there and never rewrites this field, which the
+	// owner brings up to date at leisure (docs/retiring.md). (That rule reads
+	// status.objectStore, which only the operator writes, so it sits on the whole
+	// StorageBucket, not on its spec.)
 	ObjectStoreRef ObjectStoreReference `json:"objectStoreRef"`
 
 	// Move allows objectStoreRef to change, and says how the bucket is moved.
@@ -72,6 +76,17 @@ type StorageBucketSpec struct {
 	// ID, which replaces it.
 	// +optional
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+
+	// CORS is the bucket's cross-origin resource sharing configuration: the rules by
+	// which browsers let pages of other origins use the bucket, in order (the first
+	// rule that matches a request answers it). It replaces the bucket's CORS
+	// configuration as a whole. Removing it deletes a configuration the operator set;
+	// one found on an adopted bucket stays while none is given here. On a store
+	// without bucket CORS (MinIO) the claim reports it (Configured=False,
+	// NotSupportedByStore) and the rest of the configuration still applies.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	CORS []CORSRule `json:"cors,omitempty"`
 
 	// PublicAccess blocks (default) or allows public ACLs and policies on the bucket.
 	// +optional
@@ -317,6 +332,7 @@ type ConnectionSecretSpec struct {
 // +kubebuilder:selectablefield:JSONPath=`.spec.objectStoreRef.name`
 // +kubebuilder:selectablefield:JSONPath=`.status.objectStore`
 // +kubebuilder:selectablefield:JSONPath=`.status.move.targetKeptOn`
+// +kubebuilder:selectablefield:JSONPath=`.status.retirement.into`
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.status.bucketName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
@@ -329,6 +345,7 @@ type ConnectionSecretSpec struct {
 // +kubebuilder:printcolumn:name="Move",type=string,JSONPath=`.status.move.phase`,priority=1,description="Phase of the bucket's last move between stores"
 // +kubebuilder:printcolumn:name="Moved",type=integer,JSONPath=`.status.move.copiedBytes`,priority=1,description="Bytes the move copied"
 // +kubebuilder:printcolumn:name="Lock",type=string,JSONPath=`.status.objectLock.defaultRetention.mode`,priority=1,description="Mode of the bucket's default object lock retention"
+// +kubebuilder:validation:XValidation:rule="self.spec.objectStoreRef == oldSelf.spec.objectStoreRef || has(self.spec.move) || (has(self.status) && has(self.status.objectStore) && self.spec.objectStoreRef.name == self.status.objectStore)",message="objectStoreRef can change only with spec.move set (that moves the bucket and its objects to the other store), or to the store the bucket lives on (status.objectStore)"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 240",message="a StorageBucket's name may have at most 240 characters: its Secrets are named <name>-bucket and <name>-access"
 type StorageBucket struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -242,6 +243,8 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 		{"empty policy principal account", spec{"guardrails": map[string]any{"policyPrincipalAccounts": []any{""}}}, "spec.guardrails.policyPrincipalAccounts[0]: Invalid value"},
 		{"mover parallelism of 0", spec{"guardrails": map[string]any{"moves": map[string]any{"maxParallelism": 0}}}, "maxParallelism in body should be greater than or equal to 1"},
 		{"unknown move permission", spec{"guardrails": map[string]any{"moves": map[string]any{"into": "Sometimes"}}}, `supported values: "Allowed", "Forbidden"`},
+		{"retire into nothing", spec{"retire": map[string]any{"into": ""}}, "spec.retire.into in body should be at least 1 chars long"},
+		{"retire with an unknown versions mode", spec{"retire": map[string]any{"into": "ceph", "versions": "Some"}}, `spec.retire.versions: Unsupported value: "Some"`},
 		{"valid ref but bad selector", spec{"credentialsSecretRef": secretRef, "allowedNamespaces": map[string]any{"matchExpressions": []any{map[string]any{"key": "team", "operator": "Sometimes"}}}}, "operator must be one of In, NotIn, Exists, DoesNotExist"},
 	}
 	for i, tc := range cases {
@@ -249,6 +252,52 @@ func TestObjectStoreAdmissionRejectsInvalidSpecs(t *testing.T) {
 			err := k8s.Create(testCtx(t), objectStore(fmt.Sprintf("invalid-%d", i), tc.spec))
 			assertRejected(t, err, tc.want)
 		})
+	}
+}
+
+// TestObjectStoreCannotRetireIntoItself: spec.retire.into names another store, on
+// create and on update; retiring into another is accepted.
+func TestObjectStoreCannotRetireIntoItself(t *testing.T) {
+	ctx := testCtx(t)
+	err := k8s.Create(ctx, objectStore("retires-into-itself", spec{"retire": map[string]any{"into": "retires-into-itself"}}))
+	assertRejected(t, err, "spec.retire.into names this store itself")
+	obj := objectStore("retires-elsewhere", spec{"retire": map[string]any{"into": "ceph", "paused": true}})
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatalf("retiring into another store: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+	_ = unstructured.SetNestedField(obj.Object, "retires-elsewhere", "spec", "retire", "into")
+	assertRejected(t, k8s.Update(ctx, obj), "spec.retire.into names this store itself")
+}
+
+// TestObjectStoreRefMayNameWhereTheBucketLives: without spec.move, objectStoreRef may
+// change to the store the bucket lives on (status.objectStore, the operator's: where a
+// retirement took it), and to no other; a tenant's write of that change leaves the
+// status as it was.
+func TestObjectStoreRefMayNameWhereTheBucketLives(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNamespace(t)
+	obj := storageBucket(ns, "retired", with(validBucketSpec(), "objectStoreRef", map[string]any{"name": "minio"}))
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	update := func(store string) error {
+		_ = unstructured.SetNestedField(obj.Object, store, "spec", "objectStoreRef", "name")
+		return k8s.Update(ctx, obj)
+	}
+	assertRejected(t, update("ceph"), "objectStoreRef can change only with spec.move set")
+	_ = unstructured.SetNestedField(obj.Object, "minio", "spec", "objectStoreRef", "name")
+	_ = unstructured.SetNestedField(obj.Object, "ceph", "status", "objectStore")
+	if err := k8s.Status().Update(ctx, obj); err != nil {
+		t.Fatalf("the operator recording where the bucket lives: %v", err)
+	}
+	assertRejected(t, update("third"), "objectStoreRef can change only with spec.move set")
+	_ = unstructured.SetNestedField(obj.Object, "ceph", "spec", "objectStoreRef", "name")
+	if err := k8s.Update(ctx, obj); err != nil {
+		t.Fatalf("naming the store the bucket lives on: %v", err)
+	}
+	if home, _, _ := unstructured.NestedString(obj.Object, "status", "objectStore"); home != "ceph" {
+		t.Errorf("status.objectStore after the tenant's update: %q, want ceph", home)
 	}
 }
 
