@@ -107,6 +107,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rabbitmq/amqp091-go v1.14.0 // indirect
 	github.com/ryanuber/go-glob v1.0.0 // indirect
+	github.com/secure-io/sio-go v0.3.1 // indirect
 	github.com/segmentio/kafka-go v0.4.51 // indirect
 	github.com/smira/go-statsd v1.3.4 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect

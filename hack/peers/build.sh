@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway,
-# and kube-node: the kubelet, kube-proxy, kube-controller-manager and kube-scheduler in
-# one binary) from the Go module proxy and caches each one in a directory keyed by its
-# version and a hash of its wrapper module, so a second run costs nothing. The peers
-# `rgw` (Ceph RGW), `moto` (the AWS stand-in) and `node` (containerd, runc, the CNI
-# plugins and nft for the test node) are Debian root filesystems unpacked by
-# PEER-root.sh instead, linked as PEER-root.
+# MinIO, and kube-node: the kubelet, kube-proxy, kube-controller-manager and
+# kube-scheduler in one binary) from the Go module proxy and caches each one in a
+# directory keyed by its version and a hash of its wrapper module, so a second run costs
+# nothing. The peers `rgw` (Ceph RGW), `moto` (the AWS stand-in) and `node` (containerd,
+# runc, the CNI plugins and nft for the test node) are Debian root filesystems unpacked
+# by PEER-root.sh instead, linked as PEER-root.
 #
 #   hack/peers/build.sh [peer ...]   build what is missing (default: all), then print
 #                                    the bin directory holding every peer on stdout
 #   hack/peers/build.sh --dir        print the bin directory without building
 #
 # Cache root: $BUCKETKEEPER_PEERS_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers.
-# Builds run one at a time under a lock: linking kube-apiserver or weed peaks near
+# Builds run one at a time under a lock: linking kube-apiserver, weed or minio peaks near
 # 2.5 GB, and parallel test packages may all ask for the peers at once.
 set -euo pipefail
 
@@ -22,7 +22,7 @@ source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
 # kube-apiserver first: it compiles most of what the operator's own builds need (see
 # go_build), and those run beside the peers' build.
-all_peers=(kube-apiserver etcd versitygw weed kube-node rgw moto node)
+all_peers=(kube-apiserver etcd versitygw weed minio kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
 # own non-race builds (vet, the tests, the install test's image; see the Makefile) compile
@@ -41,6 +41,7 @@ version_of() {
 	etcd) echo "$ETCD_VERSION" ;;
 	weed) echo "$SEAWEEDFS_VERSION" ;;
 	versitygw) echo "$VERSITYGW_VERSION" ;;
+	minio) echo "$MINIO_VERSION" ;;
 	kube-node) echo "$KUBE_VERSION" ;;
 	rgw) echo "$RGW_SUITE" ;;
 	moto) echo "$MOTO_SUITE" ;;
@@ -120,6 +121,14 @@ build_one() {
 		echo ">> building SeaweedFS weed $SEAWEEDFS_VERSION (first run only: ~7 min, ~2.7 GB while linking)" >&2 ;;
 	versitygw) pkg=github.com/versity/versitygw/cmd/versitygw
 		echo ">> building Versity S3 Gateway $VERSITYGW_VERSION (first run only: ~2 min)" >&2 ;;
+	minio) pkg=github.com/minio/minio # its main, for the internal/init import it must run first
+		# The pseudo-version's time and commit stand in for a release's, where MinIO's own
+		# build (buildscripts/gen-ldflags.go) stamps them: `minio --version` names the commit.
+		local ts=${MINIO_VERSION#v0.0.0-} rev
+		rev=${ts#*-}; ts=${ts%%-*}
+		ts="${ts:0:4}-${ts:4:2}-${ts:6:2}T${ts:8:2}:${ts:10:2}:${ts:12:2}Z"
+		ldflags+=" -X github.com/minio/minio/cmd.Version=$ts -X github.com/minio/minio/cmd.CommitID=$rev -X github.com/minio/minio/cmd.ShortCommitID=$rev"
+		echo ">> building MinIO $MINIO_VERSION (first run only: ~3 min, ~2.5 GB while linking)" >&2 ;;
 	esac
 	rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
 	local modfile=()

@@ -71,6 +71,13 @@ type Client interface {
 	PutPublicAccessBlock(ctx context.Context, bucket string, pab PublicAccessBlock) error
 	DeletePublicAccessBlock(ctx context.Context, bucket string) error
 
+	// GetBucketCors returns the bucket's CORS rules in order, nil when it has none
+	// (cors.go).
+	GetBucketCors(ctx context.Context, bucket string) ([]CORSRule, error)
+	// PutBucketCors replaces the CORS configuration; no rules deletes it.
+	PutBucketCors(ctx context.Context, bucket string, rules []CORSRule) error
+	DeleteBucketCors(ctx context.Context, bucket string) error
+
 	// GetBucketPolicy returns the policy JSON as the store returns it, ""
 	// when there is none. Stores reformat policies; compare with
 	// EquivalentPolicies. PutBucketPolicy with "" deletes the policy.

@@ -51,6 +51,7 @@ func TestAbsentConfigurationIsEmpty(t *testing.T) {
 	codes := map[string]string{
 		"tagging": "NoSuchTagSet", "policy": "NoSuchBucketPolicy",
 		"lifecycle": "NoSuchLifecycleConfiguration", "publicAccessBlock": "NoSuchPublicAccessBlockConfiguration",
+		"cors": "NoSuchCORSConfiguration",
 	}
 	handler := func(tagCode string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -85,6 +86,9 @@ func TestAbsentConfigurationIsEmpty(t *testing.T) {
 		}
 		if pab, err := c.GetPublicAccessBlock(ctx, "b"); pab != nil || err != nil {
 			t.Errorf("GetPublicAccessBlock = %v, %v", pab, err)
+		}
+		if rules, err := c.GetBucketCors(ctx, "b"); rules != nil || err != nil {
+			t.Errorf("GetBucketCors = %v, %v", rules, err)
 		}
 		if v, err := c.GetBucketVersioning(ctx, "b"); v != VersioningOff || err != nil {
 			t.Errorf("GetBucketVersioning = %q, %v", v, err)

@@ -13,8 +13,8 @@ import (
 
 // tableRows are the table's rows, in order.
 var tableRows = []string{
-	rowCreate, rowCreateOwnAgain, rowCreateOthers, rowOwners, rowTags, rowVersioning,
-	rowLifecycle, rowPublicAccessBlock, rowPolicy, rowVersions, rowUploads, rowHealth,
+	rowCreate, rowCreateOwnAgain, rowCreateOthers, rowOwners, rowTags, rowMissingTags, rowVersioning,
+	rowLifecycle, rowPublicAccessBlock, rowPolicy, rowCORS, rowVersions, rowUploads, rowHealth,
 	rowHealthBadKeys, rowOutage,
 }
 
@@ -24,10 +24,12 @@ const (
 	rowCreateOthers      = "Create another identity's bucket"
 	rowOwners            = "Adoption compares the ACL owner with"
 	rowTags              = "Bucket tags (ownership)"
+	rowMissingTags       = "Tags of a missing bucket"
 	rowVersioning        = "Versioning"
 	rowLifecycle         = "Lifecycle rules"
 	rowPublicAccessBlock = "Public access block"
 	rowPolicy            = "Bucket policy"
+	rowCORS              = "Bucket CORS"
 	rowVersions          = "Versions and delete markers listed (purge)"
 	rowUploads           = "Incomplete multipart uploads listed and aborted (purge)"
 	rowHealth            = "Store health check: ListBuckets asking for one bucket"

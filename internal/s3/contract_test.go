@@ -17,20 +17,41 @@ import (
 )
 
 // The contract tests run the same table against real SeaweedFS, Versity S3
-// Gateway and Ceph RGW servers (test/testenv), one server per kind for the whole
+// Gateway, Ceph RGW and MinIO servers (test/testenv), one server per kind for the whole
 // binary, and pin what each one really answers. When a server upgrade
 // changes an answer, the table below is where it shows.
 
 // expectations are the per-server answers that legitimately differ.
 // A zero Kind means "supported, must succeed".
 type expectations struct {
-	createOwnAgain    Kind   // CreateBucket on a bucket we already own
-	createOthers      Kind   // CreateBucket on a bucket the second identity created
-	lifecycle         Kind   // PutBucketLifecycleConfiguration
-	publicAccessBlock Kind   // PutPublicAccessBlock
+	createOwnAgain Kind // CreateBucket on a bucket we already own
+	createOthers   Kind // CreateBucket on a bucket the second identity created
+	// missingBucketUntagged: GetBucketTagging of a missing bucket answers NoSuchTagSet,
+	// which reads as a bucket without tags, not NotFound (MinIO).
+	missingBucketUntagged bool
+	lifecycle             Kind // PutBucketLifecycleConfiguration
+	// abortUploadsDropped: the store has no AbortIncompleteMultipartUpload: a rule of
+	// it alone is refused (Invalid), and beside another action it is dropped (MinIO).
+	abortUploadsDropped bool
+	publicAccessBlock   Kind // GetPublicAccessBlock, which the operator reads before any write
+	// publicAccessBlockPut is what PutPublicAccessBlock answers on a store without
+	// one, where it is not publicAccessBlock's kind.
+	publicAccessBlockPut Kind
+	// publicAccessBlockDeleteDeletesBucket: DELETE ?publicAccessBlock reaches the
+	// store's DeleteBucket, which deletes the bucket when it is empty (MinIO).
+	publicAccessBlockDeleteDeletesBucket bool
+	// cors is what a store without bucket CORS answers: its GET, or its PUT where
+	// the GET reads as "none".
+	cors              Kind
 	ignoresMaxBuckets bool   // ListBuckets answers every bucket whatever max-buckets says
 	putOverMarkerLost bool   // a PUT over a delete marker (versioned bucket) is acknowledged and lost
 	owners            string // what BucketOwners tells of own and the second identity's buckets
+	// lockedDelete is the per-key refusal of DeleteObjects for a version an object
+	// lock keeps, where it is not AccessDenied.
+	lockedDelete Kind
+	// lockOnExisting is what turning object lock on for an existing, versioned
+	// bucket answers, where the store refuses it.
+	lockOnExisting Kind
 }
 
 // What BucketOwners tells, per store (the "bucket owners" case).
@@ -44,11 +65,15 @@ const (
 	// ownersNotComparable: the bucket's owner is an account while ListBuckets names
 	// the caller's identity, so only the store admin can say which owner is ours.
 	ownersNotComparable = "`guardrails.adoptionBucketOwner`: ACLs name the account, ListBuckets the identity"
+	// ownersNone: the bucket's ACL names no owner, which is never the operator's
+	// account, so no bucket can be adopted.
+	ownersNone = "nothing: ACLs name no owner, so no bucket is adopted"
 )
 
-// Common to all three (SeaweedFS mini at hack/peers' pinned version, versitygw
+// Common to all four (SeaweedFS mini at hack/peers' pinned version, versitygw
 // v1.8.0 posix with --versioning-dir, radosgw 20.2 of Debian's testing suite
-// with accounts): a missing bucket 404 NoSuchBucket (HEAD: bare 404), a
+// with accounts, MinIO's last commit over one drive): a missing bucket 404
+// NoSuchBucket (HEAD: bare 404; MinIO's GetBucketTagging: NoSuchTagSet), a
 // non-empty one 409 BucketNotEmpty, a wrong secret 403 SignatureDoesNotMatch
 // and an unknown key 403 InvalidAccessKeyId (on the S3 API Versity does not use
 // XAdminUserNotFound, which is its admin API's answer; the classifier still maps
@@ -57,7 +82,7 @@ const (
 // listing with delete markers. RGW alone: HEAD of another account's bucket is a
 // bare 403 (the others answer 200: their second identity sees it), and a
 // malformed policy is 400 InvalidArgument (the others: MalformedPolicy). Like
-// SeaweedFS, and unlike Versity, its HeadBucket sends no region header.
+// SeaweedFS and MinIO, and unlike Versity, its HeadBucket sends no region header.
 var contractExpect = map[testenv.S3Kind]expectations{
 	testenv.SeaweedFS: {
 		createOwnAgain:    KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
@@ -81,6 +106,23 @@ var contractExpect = map[testenv.S3Kind]expectations{
 		publicAccessBlock: KindUnknown,         // supported, round-trips
 		ignoresMaxBuckets: true,                // one page of every bucket, no continuation token
 		owners:            ownersNotComparable, // the account "RGW…" owns, ListBuckets names the user
+	},
+	testenv.MinIO: {
+		createOwnAgain:        KindAlreadyOwnedByYou, // 409 BucketAlreadyOwnedByYou
+		createOthers:          KindAlreadyOwnedByYou, // the second identity is a session of root's
+		missingBucketUntagged: true,                  // 404 NoSuchTagSet, as for a bucket without tags
+		lifecycle:             KindUnknown,           // supported, round-trips, but for:
+		abortUploadsDropped:   true,                  // alone 400 InvalidArgument, else not kept
+		publicAccessBlock:     KindNotImplemented,    // GET 501 NotImplemented
+		publicAccessBlockPut:  KindInvalid,           // PUT routed to its PutBucket: 400 MalformedXML
+		// DELETE routed to its DeleteBucket: 204, the bucket gone (409 BucketNotEmpty
+		// when it holds objects).
+		publicAccessBlockDeleteDeletesBucket: true,
+		ignoresMaxBuckets:                    true,               // every bucket in one page, no continuation token
+		owners:                               ownersNone,         // <Owner><ID></ID>; ListBuckets names its root "02d6…"
+		lockedDelete:                         KindInvalid,        // InvalidRequest: "Object is WORM protected"
+		lockOnExisting:                       KindInvalid,        // 409 InvalidBucketState, versioned or not
+		cors:                                 KindNotImplemented, // GET 404 NoSuchCORSConfiguration, PUT and DELETE 501
 	},
 }
 
@@ -192,7 +234,7 @@ func must(t *testing.T, what string, err error) {
 }
 
 func TestContract(t *testing.T) {
-	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
+	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.MinIO}
 	// Cleanups run once every (parallel) subtest is done.
 	t.Cleanup(func() { observedTable.Check(t, kinds) })
 	t.Cleanup(func() {

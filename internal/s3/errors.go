@@ -102,6 +102,7 @@ var codeKinds = map[string]Kind{
 	"NoSuchTagSetError":                     KindNotFound,
 	"NoSuchBucketPolicy":                    KindNotFound,
 	"NoSuchLifecycleConfiguration":          KindNotFound,
+	"NoSuchCORSConfiguration":               KindNotFound,
 	"NoSuchPublicAccessBlockConfiguration":  KindNotFound,
 	"NoSuchPublicAccessBlockConfigurations": KindNotFound,
 	"ObjectLockConfigurationNotFoundError":  KindNotFound,

@@ -252,3 +252,15 @@ func (c *client) DeleteObjectsBypassingGovernance(ctx context.Context, bucket st
 // Kind classifies one key's failure as KindOf classifies a whole call's: a purge tells
 // the versions an object lock keeps (AccessDenied) from other refusals by it.
 func (e ObjectError) Kind() Kind { return codeKinds[e.Code] }
+
+// minioLocked is the message of MinIO's refusal of a locked version (its code,
+// InvalidRequest, says no more).
+const minioLocked = "Object is WORM protected"
+
+// MayBeLock says whether a key's failure is how stores refuse a version an object lock
+// keeps: AccessDenied (AWS, SeaweedFS, Versity, Ceph RGW), or MinIO's InvalidRequest
+// "Object is WORM protected and cannot be overwritten". AccessDenied may have another
+// cause, so a purge reads a version's lock before it counts one.
+func (e ObjectError) MayBeLock() bool {
+	return e.Kind() == KindAccessDenied || (e.Code == "InvalidRequest" && strings.HasPrefix(e.Message, minioLocked))
+}

@@ -60,3 +60,24 @@ func TestPutObjectLockConfigurationRefusesBeforeSending(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 }
+
+// TestObjectErrorMayBeLock: the per-key refusals a purge reads a version's lock for are
+// AccessDenied (AWS, SeaweedFS, Versity, Ceph RGW) and MinIO's InvalidRequest "Object is
+// WORM protected"; no other InvalidRequest, and no other refusal.
+func TestObjectErrorMayBeLock(t *testing.T) {
+	for _, tc := range []struct {
+		e    ObjectError
+		want bool
+	}{
+		{ObjectError{Code: "AccessDenied", Message: "Access Denied"}, true},
+		{ObjectError{Code: "InvalidRequest", Message: "Object is WORM protected and cannot be overwritten"}, true},
+		{ObjectError{Code: "InvalidRequest", Message: "Invalid version id specified"}, false},
+		{ObjectError{Code: "InvalidRequest"}, false},
+		{ObjectError{Code: "InternalError", Message: "Object is WORM protected"}, false},
+		{ObjectError{Code: "NoSuchVersion"}, false},
+	} {
+		if got := tc.e.MayBeLock(); got != tc.want {
+			t.Errorf("%s %q: MayBeLock %v, want %v", tc.e.Code, tc.e.Message, got, tc.want)
+		}
+	}
+}

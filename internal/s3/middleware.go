@@ -98,6 +98,7 @@ var md5Operations = map[string]bool{
 	"PutBucketTagging":                true,
 	"PutBucketLifecycleConfiguration": true,
 	"PutPublicAccessBlock":            true,
+	"PutBucketCors":                   true,
 	"PutBucketVersioning":             true,
 	"PutBucketPolicy":                 true,
 	"PutObjectLockConfiguration":      true,

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +37,8 @@ type CountingProxy struct {
 
 	mu      sync.Mutex
 	arrived []time.Time
+	// writes names each request bucketChange counted: "PUT /bucket?tagging".
+	writes []string
 }
 
 // StartCountingProxy proxies to endpoint and counts the object writes (PutObject,
@@ -63,7 +67,8 @@ func StartCountingProxy(endpoint, accessKeyID string) (*CountingProxy, error) {
 			if n := p.objectBytes(r); n > 0 {
 				p.written.Add(n)
 			}
-			if write, create := bucketChange(r); write {
+			write, create := bucketChange(r)
+			if write {
 				p.bucketWrites.Add(1)
 				if create {
 					p.bucketCreates.Add(1)
@@ -71,6 +76,9 @@ func StartCountingProxy(endpoint, accessKeyID string) (*CountingProxy, error) {
 			}
 			p.mu.Lock()
 			p.arrived = append(p.arrived, time.Now())
+			if write {
+				p.writes = append(p.writes, writeName(r))
+			}
 			p.mu.Unlock()
 			proxy.ServeHTTP(w, r)
 		}),
@@ -116,6 +124,27 @@ func bucketChange(r *http.Request) (write, create bool) {
 	q := r.URL.Query()
 	q.Del("x-id")
 	return true, r.Method == http.MethodPut && !strings.Contains(path, "/") && len(q) == 0
+}
+
+// writeName names a write by its method, path and subresources (the query's keys but
+// x-id, sorted): "PUT /bucket?tagging", "DELETE /bucket/key".
+func writeName(r *http.Request) string {
+	q := r.URL.Query()
+	q.Del("x-id")
+	keys := slices.Sorted(maps.Keys(q))
+	name := r.Method + " " + r.URL.Path
+	if len(keys) > 0 {
+		name += "?" + strings.Join(keys, "&")
+	}
+	return name
+}
+
+// Writes names, in arrival order, every request that changed a bucket or its objects
+// so far (see BucketWrites), whoever signed it: "PUT /bucket?tagging".
+func (p *CountingProxy) Writes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.writes)
 }
 
 // BucketWrites is how many requests that change a bucket or its objects arrived so

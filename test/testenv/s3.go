@@ -29,6 +29,8 @@ const (
 	// RGW runs Ceph's RADOS Gateway on a one-monitor, one-OSD (in memory) Ceph
 	// cluster (s3rgw.go).
 	RGW S3Kind = "rgw"
+	// MinIO runs one MinIO server over one directory (s3minio.go).
+	MinIO S3Kind = "minio"
 	// Moto runs moto, the AWS emulator, as the AWS stand-in for what only AWS
 	// does (s3moto.go). It is not one of the stores every store test runs on.
 	Moto S3Kind = "moto"
@@ -46,8 +48,8 @@ const readyTimeout = 60 * time.Second
 // is taken by someone else": SeaweedFS as a second identity with its own account
 // in the static S3 config file, Versity as an IAM user of its standalone IAM
 // service with a policy allowing every bucket, RGW as the root user of a second
-// Ceph account. The fields are empty for a kind
-// that cannot offer one. On SeaweedFS CreateBucket on the other account's bucket
+// Ceph account, MinIO as a session of its root user (OtherSessionToken). The fields
+// are empty for a kind that cannot offer one. On SeaweedFS CreateBucket on the other account's bucket
 // returns BucketAlreadyExists; on Versity an IAM user belongs to root's account,
 // so root's CreateBucket of a bucket the user created answers
 // BucketAlreadyOwnedByYou. SeaweedFS only lets identities holding the Admin
@@ -58,7 +60,7 @@ const readyTimeout = 60 * time.Second
 // admin identity: SeaweedFS and RGW on the S3 port (on RGW the admin identity is
 // the root user of a Ceph account, the one that may manage the account's IAM
 // users), Versity from a second process, its standalone IAM service, which the
-// gateway asks over a unix socket.
+// gateway asks over a unix socket. MinIO serves none (IAMEndpoint is empty).
 type S3Server struct {
 	Kind            S3Kind
 	Endpoint        string // "http://127.0.0.1:PORT"
@@ -68,6 +70,7 @@ type S3Server struct {
 
 	OtherAccessKeyID     string // a second account, not the owner of AccessKeyID's buckets
 	OtherSecretAccessKey string
+	OtherSessionToken    string // MinIO only: the second identity is a session
 
 	IAMEndpoint string // "http://127.0.0.1:PORT", the AWS IAM API
 	IAMRegion   string // what IAM requests are signed for: "us-east-1"
@@ -157,6 +160,8 @@ func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 		peer = "versitygw"
 	case RGW:
 		peer = "rgw"
+	case MinIO:
+		peer = "minio"
 	case Moto:
 		peer = "moto"
 	default:
@@ -183,7 +188,7 @@ func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 		logPath:              filepath.Join(dir, "server.log"),
 		opts:                 opts,
 	}
-	if kind == Versity || kind == Moto { // Versity's second account is an IAM user, whose key the server makes
+	if kind == Versity || kind == Moto || kind == MinIO { // Versity's second account is an IAM user, MinIO's a session: the server makes their keys
 		s.OtherAccessKeyID, s.OtherSecretAccessKey = "", ""
 	}
 	if kind == RGW { // bin is the Debian root the cluster's programs run from
@@ -209,6 +214,9 @@ func StartS3With(kind S3Kind, opts S3Options) (*S3Server, error) {
 		}
 		if err == nil && s.Kind == Versity {
 			err = s.createOtherUser()
+		}
+		if err == nil && s.Kind == MinIO {
+			err = s.createMinIOSession()
 		}
 		if err == nil {
 			return s, nil
@@ -275,6 +283,8 @@ func (s *S3Server) configure() error {
 		return s.configureRGW()
 	case Moto:
 		return s.configureMoto()
+	case MinIO:
+		return s.configureMinIO()
 	default:
 		return s.configureVersity()
 	}
@@ -356,7 +366,7 @@ func (s *S3Server) startLocked() error {
 
 // waitReady polls a signed ListBuckets until it succeeds, the process exits, or
 // readyTimeout passes. An open port is not enough: weed answers before its IAM
-// configuration is loaded.
+// configuration is loaded. MinIO must first say it is live (/minio/health/live).
 func (s *S3Server) waitReady(p *Process) error {
 	client := s.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
@@ -371,9 +381,15 @@ func (s *S3Server) waitReady(p *Process) error {
 	var lastErr error
 	for {
 		probe, cancelProbe := context.WithTimeout(ctx, 3*time.Second)
-		_, err := client.ListBuckets(probe, &s3.ListBucketsInput{}, func(o *s3.Options) {
-			o.Retryer = aws.NopRetryer{}
-		})
+		var err error
+		if s.Kind == MinIO {
+			err = s.minioLive(probe)
+		}
+		if err == nil {
+			_, err = client.ListBuckets(probe, &s3.ListBucketsInput{}, func(o *s3.Options) {
+				o.Retryer = aws.NopRetryer{}
+			})
+		}
 		cancelProbe()
 		switch {
 		case err != nil:
@@ -467,8 +483,10 @@ func (s *S3Server) Close() error {
 
 // bindConflict reports whether a server's log tail says a port it was to listen
 // on was taken ("address already in use" from Go and Ceph's messenger, "Address
-// already in use" from radosgw's beast, "is not available on" from weed).
+// already in use" from radosgw's beast, "is not available on" from weed, "port is
+// already in use" from MinIO).
 func bindConflict(tail string) bool {
 	tail = strings.ToLower(tail)
-	return strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on")
+	return strings.Contains(tail, "address already in use") || strings.Contains(tail, "is not available on") ||
+		strings.Contains(tail, "port is already in use")
 }

@@ -53,7 +53,7 @@ func (s *S3Server) OtherClient() *s3.Client {
 	if s.OtherAccessKeyID == "" {
 		return nil
 	}
-	return s.newClient(s.OtherAccessKeyID, s.OtherSecretAccessKey)
+	return s.newSessionClient(s.OtherAccessKeyID, s.OtherSecretAccessKey, s.OtherSessionToken)
 }
 
 // ScopedClient returns an S3 client for the bucket-scoped identity, or nil if
@@ -69,11 +69,16 @@ func (s *S3Server) ScopedClient() *s3.Client {
 var loopbackHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}
 
 func (s *S3Server) newClient(access, secret string) *s3.Client {
+	return s.newSessionClient(access, secret, "")
+}
+
+// newSessionClient is newClient for a session's credentials (token "": a key's).
+func (s *S3Server) newSessionClient(access, secret, token string) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       s.Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, token),
 		HTTPClient:   loopbackHTTP,
 	})
 }

@@ -42,6 +42,7 @@ var StoreTitle = map[S3Kind]string{
 	SeaweedFS: "SeaweedFS",
 	Versity:   "Versity S3 Gateway",
 	RGW:       "Ceph RGW",
+	MinIO:     "MinIO",
 	Moto:      "moto (AWS's shape)",
 }
 

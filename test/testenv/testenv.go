@@ -1,6 +1,6 @@
 // Package testenv is the harness every test suite of the project shares: it finds
 // the repository, builds or locates the real test peers (kube-apiserver, etcd,
-// SeaweedFS weed, Versity S3 Gateway, Debian roots holding Ceph RGW and moto), and runs
+// SeaweedFS weed, Versity S3 Gateway, MinIO, Debian roots holding Ceph RGW and moto), and runs
 // them as child processes that listen on loopback only and cannot outlive the test
 // binary. For the install test it also runs a whole single-node cluster (Cluster: the
 // kubelet, kube-proxy, containerd and runc in namespaces of the node's own). For keyless
@@ -28,11 +28,12 @@ import (
 // childEnv is the environment for peers: the test process's, minus variables
 // that would silently change a peer's credentials or configuration (weed reads
 // AWS_ACCESS_KEY_ID as an extra admin identity, WEED_* as config, versitygw reads
-// ROOT_*/VGW_*, Ceph's programs CEPH_CONF and CEPH_ARGS), plus TMPDIR pointing
+// ROOT_*/VGW_*, Ceph's programs CEPH_CONF and CEPH_ARGS, MinIO MINIO_* and its client's
+// MC_*), plus TMPDIR pointing
 // inside the peer's own temp dir so anything a peer writes to os.TempDir() is
 // removed with it.
 func childEnv(tmp string, extra ...string) []string {
-	drop := []string{"AWS_", "WEED_", "S3_", "ROOT_", "VGW_", "CEPH_", "TMPDIR="}
+	drop := []string{"AWS_", "WEED_", "S3_", "ROOT_", "VGW_", "CEPH_", "MINIO_", "MC_", "TMPDIR="}
 	var env []string
 outer:
 	for _, kv := range os.Environ() {
