@@ -101,6 +101,8 @@ var Statements = []Statement{
 		action("s3:PutLifecycleConfiguration", on("PutBucketLifecycleConfiguration", "DeleteBucketLifecycle")),
 		action("s3:GetBucketPublicAccessBlock", on("GetPublicAccessBlock")),
 		action("s3:PutBucketPublicAccessBlock", on("PutPublicAccessBlock", "DeletePublicAccessBlock")),
+		action("s3:GetBucketCORS", on("GetBucketCors")),
+		action("s3:PutBucketCORS", on("PutBucketCors", "DeleteBucketCors")),
 		action("s3:GetBucketPolicy", on("GetBucketPolicy")),
 		action("s3:PutBucketPolicy", on("PutBucketPolicy")),
 		action("s3:DeleteBucketPolicy", on("DeleteBucketPolicy")),

@@ -101,7 +101,7 @@ func TestMissingNamesTheRequest(t *testing.T) {
 		req  Request
 		want []string
 	}{
-		{Request{"s3", "PutBucketCors", nil}, []string{"s3 PutBucketCors: "}},
+		{Request{"s3", "PutBucketWebsite", nil}, []string{"s3 PutBucketWebsite: "}},
 		{Request{"sts", "AssumeRoleWithWebIdentity", nil}, []string{"sts AssumeRoleWithWebIdentity: "}},
 		{Request{"iam", "DeleteOpenIDConnectProvider", nil}, []string{"iam DeleteOpenIDConnectProvider: "}},
 		// GetObjectTagging is listed, but not with this condition.

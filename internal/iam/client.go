@@ -43,8 +43,12 @@ type Config struct {
 	// the HTTP status (0 when no answer arrived) and the attempt's error, as
 	// s3.Config.Observer is.
 	Observer func(operation string, httpStatus int, err error)
-	// APIOptions are more middleware for the SDK client, as s3.Config's.
+	// APIOptions are more middleware for the SDK client, as s3.Config's (the AWS IAM
+	// API only).
 	APIOptions []func(*middleware.Stack) error
+	// API is the API that manages the store's users: APIAWS (also when empty) or
+	// APIMinIO.
+	API API
 }
 
 // Factory builds a Driver; controllers take one so tests can inject another.
@@ -57,8 +61,16 @@ type client struct {
 	timeout time.Duration
 }
 
-// New builds a Driver over the AWS SDK's IAM client. It sends no request.
+// New builds a Driver over the AWS SDK's IAM client, or over MinIO's admin API when
+// cfg.API says so. It sends no request.
 func New(ctx context.Context, cfg Config) (Driver, error) {
+	switch cfg.API {
+	case APIMinIO:
+		return newMinIO(cfg)
+	case APIAWS, "":
+	default:
+		return nil, fmt.Errorf("iam: unknown API %q", cfg.API)
+	}
 	region := cfg.Region
 	if region == "" {
 		region = DefaultRegion

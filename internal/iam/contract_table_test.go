@@ -47,7 +47,11 @@ var otherAccountCell = map[testenv.S3Kind]string{
 	testenv.SeaweedFS: "not tested: its second identity is a gateway admin, no IAM account",
 	testenv.Versity:   "not tested: its second identity is an IAM user of the same account",
 	testenv.RGW:       "yes (separate IAM accounts)",
+	testenv.MinIO:     "not tested: its second identity is a session of the root user",
 }
+
+// minioPagesCell: MinIO answers every user at once; the driver pages them.
+const minioPagesCell = "one answer with every user, paged by the operator"
 
 // pagesCell describes how ListUsers paged, from the page sizes seen.
 func pagesCell(sizes []int) string {

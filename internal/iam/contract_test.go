@@ -16,18 +16,27 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// The contract test runs the driver against real SeaweedFS, Versity and Ceph RGW
-// servers and proves what a per-access key may and may not do there: the scoping
-// is the servers' own, so only a real server can show it.
+// The contract test runs the driver against real SeaweedFS, Versity, Ceph RGW and
+// MinIO servers (MinIO through its admin API) and proves what a per-access key may and
+// may not do there: the scoping is the servers' own, so only a real server can show it.
 
 // keyLimit is what a third CreateAccessKey answers per server: Versity enforces
 // AWS's two keys per user, RGW allows four ("Access key limit 4 exceeded" on the
-// fifth), SeaweedFS has no limit (the controller keeps at most two either way).
+// fifth), SeaweedFS and MinIO have no limit (the controller keeps at most two either
+// way).
 var keyLimit = map[testenv.S3Kind]Kind{
 	testenv.SeaweedFS: KindUnknown, // succeeds
 	testenv.Versity:   KindLimitExceeded,
 	testenv.RGW:       KindUnknown, // succeeds: the limit is four
+	testenv.MinIO:     KindUnknown, // succeeds
 }
+
+// iamKinds are the stores the contract runs on; roleKinds those of them that serve
+// roles (MinIO's admin API has none).
+var (
+	iamKinds  = []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW, testenv.MinIO}
+	roleKinds = map[testenv.S3Kind]bool{testenv.SeaweedFS: true, testenv.Versity: true, testenv.RGW: true}
+)
 
 // separateAccounts are the kinds whose second identity (OtherAccessKeyID) is the
 // root of another IAM account, which must not see or touch our users: RGW's
@@ -36,13 +45,16 @@ var keyLimit = map[testenv.S3Kind]Kind{
 var separateAccounts = map[testenv.S3Kind]bool{testenv.RGW: true}
 
 func TestContract(t *testing.T) {
-	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW} {
+	for _, kind := range iamKinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			srv := testenv.NewS3(t, kind)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			runContract(ctx, t, srv)
+			if !roleKinds[kind] {
+				return
+			}
 			t.Run("roles", func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
@@ -204,9 +216,10 @@ func runContract(ctx context.Context, t *testing.T, srv *testenv.S3Server) {
 // TestContractListUsersPages: ListUsers pages (or answers in one page where a
 // server ignores MaxItems) and the pages together list every user exactly once, as
 // the access collector needs. RGW marks the page holding the last user truncated
-// still, so a last, empty page follows (4 pages for 3 users).
+// still, so a last, empty page follows (4 pages for 3 users). MinIO answers every
+// user at once, and the driver pages them.
 func TestContractListUsersPages(t *testing.T) {
-	kinds := []testenv.S3Kind{testenv.SeaweedFS, testenv.Versity, testenv.RGW}
+	kinds := iamKinds
 	t.Cleanup(func() { // after the subtests, and after TestContract and TestContractRolesMoto
 		iamTable.Check(t, kinds)
 		keylessTable.Check(t, keylessKinds)
@@ -242,7 +255,11 @@ func TestContractListUsersPages(t *testing.T) {
 				marker = page.Next
 			}
 			t.Logf("%d pages for %d users, of %v users each", pages, len(seen), sizes)
-			iamTable.Set(t, kind, rowPages, pagesCell(sizes))
+			cell := pagesCell(sizes)
+			if kind == testenv.MinIO {
+				cell = minioPagesCell
+			}
+			iamTable.Set(t, kind, rowPages, cell)
 			for _, u := range made {
 				if seen[u] != 1 {
 					t.Errorf("user %s listed %d times over %d pages", u, seen[u], pages)
@@ -314,8 +331,14 @@ func testOtherAccount(ctx context.Context, t *testing.T, srv *testenv.S3Server, 
 
 func newDriver(t *testing.T, srv *testenv.S3Server, access, secret string) Driver {
 	t.Helper()
-	d, err := New(context.Background(), Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: access, SecretAccessKey: secret,
-		APIOptions: []func(*middleware.Stack) error{contractRequests.Middleware}})
+	cfg := Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: access, SecretAccessKey: secret,
+		APIOptions: []func(*middleware.Stack) error{contractRequests.Middleware}}
+	if srv.Kind == testenv.MinIO {
+		// MinIO's admin API on its S3 port; its requests are no AWS IAM actions.
+		cfg = Config{API: APIMinIO, Endpoint: srv.Endpoint, Region: srv.Region, AccessKeyID: access, SecretAccessKey: secret,
+			Timeout: minioTestTimeout}
+	}
+	d, err := New(context.Background(), cfg)
 	must(t, "New", err)
 	return d
 }

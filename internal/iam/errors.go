@@ -90,6 +90,9 @@ type Error struct {
 	Code string
 	msg  string
 	err  error
+	// status is the HTTP status of an answer this package read itself (MinIO's admin
+	// API), 0 otherwise.
+	status int
 }
 
 func (e *Error) Error() string {
@@ -165,7 +168,12 @@ func kindOfStatus(err error) Kind {
 	if !errors.As(err, &re) {
 		return KindUnknown
 	}
-	switch re.HTTPStatusCode() {
+	return kindOfHTTPStatus(re.HTTPStatusCode())
+}
+
+// kindOfHTTPStatus classifies an answer without a known code by its HTTP status.
+func kindOfHTTPStatus(status int) Kind {
+	switch status {
 	case 403:
 		return KindAccessDenied
 	case 404:

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/defaults"
@@ -17,8 +18,27 @@ func AccessProviderOf(store *bkv1.ObjectStore) bkv1.AccessProviderType {
 	return store.Spec.AccessProviderType()
 }
 
+// IAMAPIOf is the API that manages a store's users: spec.accessProvider.iam.api, else
+// the AWS IAM API.
+func IAMAPIOf(store *bkv1.ObjectStore) iam.API {
+	if p := store.Spec.AccessProvider; p != nil && p.IAM != nil && p.IAM.API == bkv1.IAMAPIMinIO {
+		return iam.APIMinIO
+	}
+	return iam.APIAWS
+}
+
+// iamTimeoutOf is the deadline of each of a store's IAM calls: MinIO's admin API, whose
+// calls derive argon2id keys, gets longer than the IAM APIs.
+func iamTimeoutOf(store *bkv1.ObjectStore) time.Duration {
+	if IAMAPIOf(store) == iam.APIMinIO {
+		return defaults.MinIOAdminRequestTimeout
+	}
+	return defaults.IAMRequestTimeout
+}
+
 // IAMConfigOf says where a store's IAM API is: the configured endpoint, else the
-// store's S3 endpoint (SeaweedFS serves both on one port), else AWS IAM.
+// store's S3 endpoint (SeaweedFS serves both on one port, MinIO its admin API), else
+// AWS IAM.
 func IAMConfigOf(store *bkv1.ObjectStore) (endpoint, region string) {
 	endpoint, region = store.Spec.Endpoint, iam.DefaultRegion
 	if p := store.Spec.AccessProvider; p != nil && p.IAM != nil {
@@ -58,6 +78,7 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 	return a.drivers.Get(store.Name, version, func() (iam.Driver, error) {
 		endpoint, region := IAMConfigOf(store)
 		d, err := a.Factory(ctx, iam.Config{
+			API:                   IAMAPIOf(store),
 			Endpoint:              endpoint,
 			Region:                region,
 			AccessKeyID:           creds[bkv1.CredentialsKeyAccessKeyID],
@@ -65,7 +86,7 @@ func (a *AccessProviders) DriverFor(ctx context.Context, store *bkv1.ObjectStore
 			SessionToken:          creds[bkv1.CredentialsKeySessionToken],
 			CABundle:              []byte(store.Spec.CABundle),
 			InsecureSkipTLSVerify: store.Spec.InsecureSkipTLSVerify,
-			Timeout:               defaults.IAMRequestTimeout,
+			Timeout:               iamTimeoutOf(store),
 			Observer:              a.observer(store.Name),
 		})
 		if err != nil {

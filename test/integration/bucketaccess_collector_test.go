@@ -297,9 +297,17 @@ func (f *fixture) waitNoOrphanUsers(srv *testenv.S3Server) {
 // allUserNames lists every user on srv, all pages.
 func allUserNames(t *testing.T, srv *testenv.S3Server) []string {
 	t.Helper()
-	d, err := iam.New(context.Background(), iam.Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
+	d, err := iam.New(context.Background(), adminIAMConfig(srv))
 	must(t, err)
 	names, err := iam.ListUserNames(context.Background(), d)
 	must(t, err)
 	return names
+}
+
+// adminIAMConfig reaches srv's users as its admin: its IAM API, or MinIO's admin API.
+func adminIAMConfig(srv *testenv.S3Server) iam.Config {
+	if srv.Kind == testenv.MinIO {
+		return iam.Config{API: iam.APIMinIO, Endpoint: srv.Endpoint, Region: srv.Region, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey}
+	}
+	return iam.Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey}
 }

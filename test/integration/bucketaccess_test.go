@@ -83,23 +83,7 @@ func testBucketAccessTenants(t *testing.T, srv *testenv.S3Server) {
 	wantDenied(t, "ReadOnly access on the other tenant's bucket", func() error { _, err := keyB.c.GetObject(b.ctx, bucketA, "hello", 100); return err }())
 
 	// Rotation on request: a new key in the Secret, the old one gone after the grace.
-	old := keyA
-	must(t, patchAnnotation(a.ctx, baA, bkv1.AnnotationRotateRequestedAt, "r1"))
-	a.eventually(90*time.Second, "rotation r1 handled and its grace over", func() error {
-		got := &bkv1.BucketAccess{}
-		must(t, k8s.Get(a.ctx, client.ObjectKeyFromObject(baA), got))
-		r := got.Status.Rotation
-		if r.LastHandledRequest != "r1" || r.State != bkv1.RotationIdle || got.Status.AccessKeyID == old.id {
-			return fmt.Errorf("status %+v key %s", r, got.Status.AccessKeyID)
-		}
-		return nil
-	})
-	rotated := a.secretClient("app-creds")
-	if rotated.id == old.id {
-		t.Fatalf("the Secret still holds %s after the rotation", old.id)
-	}
-	must(t, rotated.c.PutObject(a.ctx, bucketA, "after-rotation", []byte("x")))
-	a.waitKeyRejected(old, bucketA)
+	rotated := a.rotateOnRequest(baA, keyA, "app-creds", bucketA)
 	if keys := listKeys(t, srv, baA); len(keys) != 1 || keys[0] != rotated.id {
 		t.Errorf("keys after rotation: %v, want only %s", keys, rotated.id)
 	}
@@ -242,6 +226,31 @@ func (f *fixture) waitStoreCondition(typ string, status metav1.ConditionStatus) 
 }
 
 // waitKeyRejected waits until the store refuses a revoked key (within seconds).
+// rotateOnRequest asks the access for a rotation (request "r1") and waits until it is
+// handled and its grace over: the Secret holds a new key that writes the bucket, and
+// the old key is refused. It returns the new key.
+func (f *fixture) rotateOnRequest(ba *bkv1.BucketAccess, old secretKey, secretName, bucket string) secretKey {
+	t := f.t
+	t.Helper()
+	must(t, patchAnnotation(f.ctx, ba, bkv1.AnnotationRotateRequestedAt, "r1"))
+	f.eventually(90*time.Second, "rotation r1 handled and its grace over", func() error {
+		got := &bkv1.BucketAccess{}
+		must(t, k8s.Get(f.ctx, client.ObjectKeyFromObject(ba), got))
+		r := got.Status.Rotation
+		if r.LastHandledRequest != "r1" || r.State != bkv1.RotationIdle || got.Status.AccessKeyID == old.id {
+			return fmt.Errorf("status %+v key %s", r, got.Status.AccessKeyID)
+		}
+		return nil
+	})
+	rotated := f.secretClient(secretName)
+	if rotated.id == old.id {
+		t.Fatalf("the Secret still holds %s after the rotation", old.id)
+	}
+	must(t, rotated.c.PutObject(f.ctx, bucket, "after-rotation", []byte("x")))
+	f.waitKeyRejected(old, bucket)
+	return rotated
+}
+
 func (f *fixture) waitKeyRejected(k secretKey, bucket string) {
 	f.t.Helper()
 	f.eventually(15*time.Second, "key "+k.id+" rejected", func() error {

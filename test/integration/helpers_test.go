@@ -130,11 +130,14 @@ func (f *fixture) releasedUIDTag() string {
 	return "/" + string(ns.UID)
 }
 
-// withIAMOn makes a fixture's store issue keys through srv's IAM endpoint.
+// withIAMOn makes a fixture's store issue keys through srv's IAM endpoint (MinIO's
+// admin API on MinIO).
 func withIAMOn(srv *testenv.S3Server) func(*bkv1.ObjectStore) {
 	return func(s *bkv1.ObjectStore) {
 		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM}
-		if srv.IAMEndpoint != srv.Endpoint {
+		if srv.Kind == testenv.MinIO {
+			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{API: bkv1.IAMAPIMinIO}
+		} else if srv.IAMEndpoint != srv.Endpoint {
 			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}
 		}
 	}
