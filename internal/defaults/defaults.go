@@ -32,6 +32,11 @@ const (
 	S3RequestTimeout = 30 * time.Second
 	// IAMRequestTimeout bounds every IAM call, SDK retries included.
 	IAMRequestTimeout = 10 * time.Second
+	// MinIOAdminRequestTimeout bounds every call to MinIO's admin API (its IAM): each
+	// derives four argon2id keys of 64 MiB, two on each side, one at a time per process
+	// (internal/iam's argon2Slot), so a burst of them on a busy machine outlasts an IAM
+	// call's deadline; it gets an S3 call's.
+	MinIOAdminRequestTimeout = S3RequestTimeout
 	// ReconcileTimeout bounds each reconcile as a whole.
 	ReconcileTimeout = 2 * time.Minute
 	// CreateSettleTime is how long after the operator stopped waiting for the answer
@@ -210,6 +215,11 @@ const StoreLeaseGrace = StoreHealthCheckTimeout + 20*time.Second
 // while a store is down the operator sends it about one request per second at most. A
 // shard that lost a race for a store's Lease looks again after it too.
 const MinStoreCheckGap = time.Second
+
+// RetirementCountGap bounds how often a retiring store's buckets are counted into its
+// status.retirement (a few lists of StorageBuckets from the API server), however many
+// of its claims change at once.
+const RetirementCountGap = 2 * time.Second
 
 // LeaseCallTimeout bounds each API call for a store's health-check Lease.
 const LeaseCallTimeout = 10 * time.Second

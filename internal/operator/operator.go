@@ -277,6 +277,7 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		Heartbeat:        opts.StatusHeartbeat,
 		OnStatusWrite:    metrics.ObserveStatusWrite,
 		OnHealth:         metrics.SetStoreReady,
+		OnRetirement:     metrics.SetStoreRetirement,
 		Budget:           p.budget,
 		Leases:           leases,
 		Access:           access,

@@ -9,7 +9,7 @@
 // Errors are *s3.Error values (s3.APIError), so the controllers' verdict table reads an
 // admin API's refusals as it reads S3's.
 //
-// MinIO, Garage and RustFS have admin APIs with bucket quotas too; none is in the test
-// harness, so none is implemented: a Client for one goes beside rgw.go, with the
-// contract tests run against the real server.
+// MinIO, Garage and RustFS have admin APIs with bucket quotas too; none is implemented
+// (Garage and RustFS are not in the test harness; MinIO is, for S3 alone): a Client for
+// one goes beside rgw.go, with the contract tests run against the real server.
 package quota

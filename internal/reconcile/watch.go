@@ -50,7 +50,13 @@ const (
 	// FieldStorageBucketKeptTarget selects by status.move.targetKeptOn, the store a
 	// cancelled move keeps its target bucket on for a while.
 	FieldStorageBucketKeptTarget = "status.move.targetKeptOn"
+	// FieldStorageBucketRetiringInto selects by status.retirement.into, the successor
+	// a retirement moves the bucket to, which the spec does not name.
+	FieldStorageBucketRetiringInto = "status.retirement.into"
 )
+
+// StoreFields are the fields that, together, select every StorageBucket on a store.
+var StoreFields = []string{FieldStorageBucketStoreRef, FieldStorageBucketHomeStore, FieldStorageBucketKeptTarget, FieldStorageBucketRetiringInto}
 
 // MovingAll is the IndexStorageBucketMoving value of every unfinished move.
 const MovingAll = "*"
@@ -150,11 +156,16 @@ func MovingStores(o client.Object) []string {
 
 // StoresOfBucket names the stores a bucket is on: the one it lives on and, while it
 // moves, the one it moves to (or the one its spec names, before it lived anywhere),
+// the one its spec names (which a retirement may have taken it from: its changes decide
+// where the bucket goes), the successor a retirement takes it to (status.retirement),
 // and the one a cancelled move keeps its target bucket on for a while.
 func StoresOfBucket(sb *bkv1.StorageBucket) []string {
 	stores := []string{sb.Spec.ObjectStoreRef.Name}
 	if home := sb.HomeStore(); home != stores[0] {
 		stores = []string{home, stores[0]}
+	}
+	if rec := sb.Status.Retirement; rec != nil && !slices.Contains(stores, rec.Into) {
+		stores = append(stores, rec.Into) // a retirement's successor, which the spec does not name
 	}
 	if m := sb.Status.Move; m.KeptTarget() && !slices.Contains(stores, m.TargetKeptOn) {
 		stores = append(stores, m.TargetKeptOn)

@@ -27,9 +27,15 @@ import (
 // adopted bucket, versioning on any): erring towards leaving alone, never towards
 // deleting what is not the operator's. A removal crashed on stays recorded and is simply
 // repeated.
+//
+// carried: what a move carried to the bucket's home that the spec does not declare
+// (status.carried, spec.move.undeclaredSettings: Carry) is the bucket's, not the
+// operator's, even on an exclusive bucket: never drift, it is left as it is, as what
+// an adopted bucket came with. Only on the store it was carried to.
 type managedConfig struct {
 	exclusive bool
 	applied   bkv1.AppliedConfiguration
+	carried   bkv1.CarriedSettings
 }
 
 func managedConfigOf(sb *bkv1.StorageBucket, bucket string) managedConfig {
@@ -37,18 +43,34 @@ func managedConfigOf(sb *bkv1.StorageBucket, bucket string) managedConfig {
 	if a := sb.Status.Applied; a != nil {
 		m.applied = *a.DeepCopy()
 	}
+	if c := sb.Status.Carried; c != nil && c.ObjectStore == sb.HomeStore() {
+		m.carried = *c.DeepCopy()
+	}
 	return m
 }
 
 // tagIsMine says whether a tag key found on the bucket is the operator's to remove when
 // the spec does not name it.
 func (m managedConfig) tagIsMine(key string) bool {
-	return m.exclusive || slices.Contains(m.applied.TagKeys, appliedName(key))
+	name := appliedName(key)
+	return m.exclusive && !slices.Contains(m.carried.TagKeys, name) || slices.Contains(m.applied.TagKeys, name)
 }
 
 // ruleIsMine says the same of a lifecycle rule ID.
 func (m managedConfig) ruleIsMine(id string) bool {
-	return m.exclusive || slices.Contains(m.applied.LifecycleRules, appliedName(id))
+	name := appliedName(id)
+	return m.exclusive && !slices.Contains(m.carried.LifecycleRules, name) || slices.Contains(m.applied.LifecycleRules, name)
+}
+
+// ownsPolicy says whether the bucket's policy is the operator's, to delete when the
+// spec names none.
+func (m managedConfig) ownsPolicy() bool {
+	return m.exclusive && !m.carried.Policy || m.applied.Policy
+}
+
+// ownsCORS says the same of its CORS configuration.
+func (m managedConfig) ownsCORS() bool {
+	return m.exclusive && !m.carried.CORS || m.applied.CORS
 }
 
 // names is the record of a list of names: none on an exclusive bucket (everything there

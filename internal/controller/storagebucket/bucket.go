@@ -59,6 +59,18 @@ func (r *Reconciler) reconcileBucket(ctx context.Context, scope *bucketScope) er
 		if err := r.confirmNamespace(ctx, scope); err != nil {
 			return err
 		}
+		// A copy a move left behind (Retain and Delete release it frozen and tagged
+		// moved-to), or a source whose claim went during a cutover, still holds the
+		// move's freeze, which the stores hold even the operator to: bound as it is,
+		// neither the claim's keys nor its probe could write. It is to be this claim's
+		// home now, so the freeze goes first (a crash before the tagging leaves a
+		// thawed released bucket for the next pass to bind, never a bound one frozen
+		// for good), and the moved-to tag with the tagging.
+		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
+			return err
+		}
+		tags = maps.Clone(tags)
+		delete(tags, bkv1.TagMovedTo)
 		if err := r.tagOwner(ctx, scope, tags); err != nil {
 			return err
 		}
@@ -133,6 +145,11 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 			scope.bucket, sb.Namespace)
 	}
 	recreating := sb.Status.BucketName == scope.bucket && reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionProvisioned)
+	if !recreating {
+		if err := refuseNewBucketOn(scope.store); err != nil {
+			return err
+		}
+	}
 	// An earlier CreateBucket of this claim whose answer was lost may still land.
 	earlier := r.createsLandBy(sb)
 
@@ -141,7 +158,7 @@ func (r *Reconciler) createBucket(ctx context.Context, scope *bucketScope) error
 	// deletion must still find the proof that the bucket is this object's work, and
 	// when it was sent (until when it may still appear, see creates.go).
 	sentAt := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
-	sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID, SentAt: &sentAt}
+	sb.Status.CreateIntent = &bkv1.CreateIntent{BucketName: scope.bucket, UID: sb.UID, ObjectStore: scope.store.Name, SentAt: &sentAt}
 	if err := scope.patcher.WriteNow(ctx); err != nil {
 		return fmt.Errorf("recording the intent to create bucket %q: %w", scope.bucket, err)
 	}

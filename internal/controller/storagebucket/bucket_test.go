@@ -3,13 +3,17 @@ package storagebucket
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -91,6 +95,45 @@ func TestCreateAfterAnUnansweredCreate(t *testing.T) {
 	}
 }
 
+// TestUnansweredCreateKeepsItsStoreHome: a claim whose first CreateBucket went
+// unanswered on one store, then pointed at another with spec.move before it was
+// provisioned, keeps the first store as its home: the bucket that create may still make
+// there is finished and then moved, never forgotten untagged on that store (a soak
+// finding: BucketOwned, seed 91557079, a late store and a move within its delay).
+func TestUnansweredCreateKeepsItsStoreHome(t *testing.T) {
+	unanswered := &s3.Error{Op: "CreateBucket", Bucket: rigBucket, Kind: s3.KindTimeout}
+	bucket := &fakeS3{absent: true, errs: map[string]error{"CreateBucket": unanswered}}
+	g := newRig(t, bucket)
+	first := &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: "first"}}
+	g.sb.Spec.ObjectStoreRef.Name = first.Name
+	scope := &bucketScope{sb: g.sb, patcher: g.patcher(), s3: bucket, bucket: rigBucket, store: first,
+		owner: g.r.ownerIn(g.sb, "ns-uid")}
+	if err := g.r.createBucket(context.Background(), scope); s3.KindOf(err) != s3.KindTimeout {
+		t.Fatalf("createBucket = %v, want the timeout", err)
+	}
+	server := &bkv1.StorageBucket{}
+	if err := g.r.Get(context.Background(), client.ObjectKeyFromObject(g.sb), server); err != nil {
+		t.Fatal(err)
+	}
+	if intent := server.Status.CreateIntent; intent == nil || intent.ObjectStore != first.Name {
+		t.Fatalf("intent on the server %+v, want one naming store %q", intent, first.Name)
+	}
+
+	server.Spec.ObjectStoreRef.Name = "second"
+	server.Spec.Move = &bkv1.MoveSpec{}
+	if home := server.HomeStore(); home != first.Name {
+		t.Errorf("home after the spec named another store = %q, want %q, where the create may still land", home, first.Name)
+	}
+	if !moving(server) {
+		t.Errorf("a claim homed on %q and naming %q is not moving", first.Name, "second")
+	}
+	// Another object of the same name (a new UID) inherits no home from the intent.
+	server.UID = "another-uid"
+	if home := server.HomeStore(); home != "second" {
+		t.Errorf("home of a new object of the name = %q, want its spec's", home)
+	}
+}
+
 // TestHeadBucketPastADeny: a HEAD the store refuses (a tenant's Deny of s3:ListBucket
 // to everyone) is not taken for another account's bucket while the operator may still
 // read the bucket's tags; refused both, it is; missing, it is missing either way.
@@ -114,5 +157,49 @@ func TestHeadBucketPastADeny(t *testing.T) {
 	f = &fakeS3{errs: map[string]error{"HeadBucket": s3Err("HeadBucket", s3.KindNotFound)}}
 	if _, err := headBucket(ctx, f, "b"); s3.KindOf(err) != s3.KindNotFound {
 		t.Errorf("missing: %v, want NotFound", err)
+	}
+}
+
+// TestBindingAReleasedFrozenCopy: a copy a move left behind, released with its claim
+// (frozen, tagged moved-to), is bound by a later claim of the same namespace and name as
+// its home: the freeze's statement leaves the policy (the tenant's statements stay), the
+// moved-to tag goes, and the thaw comes before the tagging, so no crash between them
+// leaves a bound bucket frozen.
+func TestBindingAReleasedFrozenCopy(t *testing.T) {
+	ctx := context.Background()
+	const tenantStatement = `{"Sid":"Mine","Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + rigBucket + `/private/*"}`
+	bucket := &fakeS3{policy: `{"Version":"2012-10-17","Statement":[` + tenantStatement + `]}`}
+	if err := freezeBucket(ctx, bucket, rigBucket); err != nil {
+		t.Fatal(err)
+	}
+	if !frozen(bucket.policy) {
+		t.Fatalf("the rig's bucket is not frozen: %s", bucket.policy)
+	}
+	g := newRig(t, bucket)
+	me := g.r.ownerIn(g.sb, "ns-uid")
+	bucket.tags = me.releasedTags()
+	bucket.tags[bkv1.TagMovedTo] = "elsewhere/" + rigBucket
+	bucket.tags["team"] = "a"
+	bucket.reads, bucket.writes = nil, nil
+
+	scope := &bucketScope{sb: g.sb, patcher: g.patcher(), s3: bucket, bucket: rigBucket, store: &bkv1.ObjectStore{},
+		owner: me, syncing: true}
+	if err := g.r.reconcileBucket(ctx, scope); err != nil {
+		t.Fatalf("reconcileBucket: %v", err)
+	}
+	if frozen(bucket.policy) {
+		t.Errorf("bound still frozen: %s", bucket.policy)
+	}
+	if !strings.Contains(bucket.policy, `"Mine"`) {
+		t.Errorf("the tenant's own statement went with the freeze: %s", bucket.policy)
+	}
+	if _, moved := bucket.tags[bkv1.TagMovedTo]; moved || me.of(bucket.tags, false) != ownedByUs || bucket.tags["team"] != "a" {
+		t.Errorf("tags after binding %v: want this claim's, no moved-to, its own kept", bucket.tags)
+	}
+	if thaw, tag := slices.Index(bucket.writes, "PutBucketPolicy"), slices.Index(bucket.writes, "PutBucketTagging"); thaw < 0 || tag < thaw {
+		t.Errorf("writes %v: want the thaw before the tagging", bucket.writes)
+	}
+	if c := reconcile.FindCondition(g.sb.Status.Conditions, bkv1.ConditionProvisioned); c == nil || c.Reason != bkv1.ReasonBucketBound {
+		t.Errorf("Provisioned %+v, want BucketBound", c)
 	}
 }

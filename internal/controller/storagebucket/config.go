@@ -2,6 +2,7 @@ package storagebucket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,13 +37,13 @@ type setting struct {
 	record func(*bkv1.AppliedConfiguration)
 }
 
-// reconcileConfiguration brings versioning, tags, lifecycle, public access and policy in
-// line with the spec. It runs on a spec change and every SyncInterval, not on every
+// reconcileConfiguration brings versioning, tags, lifecycle, public access, policy and
+// CORS in line with the spec. It runs on a spec change and every SyncInterval, not on every
 // reconcile, so out-of-band drift is corrected without a read storm.
 //
 // One rule covers every setting the spec leaves out: what the operator applied and the
-// spec then drops is removed; what it never applied (found on an adopted bucket) is left
-// alone unless the spec names it. What was applied is recorded in status.applied, in the
+// spec then drops is removed; what it never applied (found on an adopted bucket, or
+// carried there by a move: status.carried) is left alone unless the spec names it. What was applied is recorded in status.applied, in the
 // status write the pass makes anyway, so the rule holds across restarts.
 func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
@@ -61,9 +63,12 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 	settings := append(desiredSettings(sb, scope.owner, managed, scope.policy), quotaSettings(scope.quota, managed)...)
 	for _, s := range settings {
 		wrote, err := s.apply(ctx, scope.s3, scope.bucket)
+		var less *keptLess
 		switch {
 		case s3.KindOf(err) == s3.KindNotImplemented && s.optionalOnStore:
 			notes = append(notes, s.name)
+		case errors.As(err, &less):
+			unsupported = append(unsupported, fmt.Sprintf("%s (it keeps no %s)", s.name, less.missing))
 		case s3.KindOf(err) == s3.KindNotImplemented:
 			unsupported = append(unsupported, s.name)
 		case err != nil:
@@ -73,12 +78,15 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 		case wrote:
 			changed = append(changed, s.name)
 		}
-		if err == nil && s.record != nil {
+		if (err == nil || less != nil) && s.record != nil { // what the store kept of it is the operator's
 			s.record(&applied)
 		}
 	}
 	applied.Hash = desiredHash(scope, scope.owner)
 	setApplied(sb, applied)
+	if c := sb.Status.Carried; c != nil && c.ObjectStore == scope.store.Name {
+		sb.Status.Carried = carriedAfterSpec(c, &sb.Spec) // what the spec now declares is the spec's
+	}
 	if len(changed) > 0 && !scope.created {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonConfigApplied, "Configure", "applied %s to bucket %s", strings.Join(changed, ", "), scope.bucket)
 	}
@@ -88,9 +96,9 @@ func (r *Reconciler) reconcileConfiguration(ctx context.Context, scope *bucketSc
 		return reconcile.Terminalf(bkv1.ReasonNotSupportedByStore, "ObjectStore %q does not support %s for bucket %q; the other settings are applied",
 			scope.store.Name, strings.Join(unsupported, ", "), scope.bucket)
 	}
-	msg := "versioning, tags, lifecycle, public access and policy match the spec"
+	msg := "versioning, tags, lifecycle, public access, policy and CORS match the spec"
 	if scope.quota.named {
-		msg = "versioning, tags, lifecycle, public access, policy and quota (" + scope.quota.want.String() + ") match the spec"
+		msg = "versioning, tags, lifecycle, public access, policy, CORS and quota (" + scope.quota.want.String() + ") match the spec"
 	}
 	msg += objectLockNote(sb)
 	if !managed.exclusive {
@@ -134,10 +142,11 @@ func desiredSettings(sb *bkv1.StorageBucket, me owner, managed managedConfig, po
 
 	out = append(out, setting{name: "public access block", apply: publicAccessSetting(sb.Spec.PublicAccess != bkv1.PublicAccessAllowed), optionalOnStore: true})
 
-	if policy != "" || managed.exclusive || managed.applied.Policy {
+	if policy != "" || managed.ownsPolicy() {
 		out = append(out, setting{name: "policy", apply: policySetting(policy),
 			record: func(a *bkv1.AppliedConfiguration) { a.Policy = policy != "" && !managed.exclusive }})
 	}
+	out = append(out, corsSettings(sb, managed)...)
 	return append(out, objectLockSettings(sb, managed)...) // after versioning, which it needs
 }
 
@@ -225,9 +234,71 @@ func lifecycleSetting(want []s3.LifecycleRule, mine func(string) bool) func(cont
 		if len(merged) == 0 {
 			return true, c.DeleteBucketLifecycle(ctx, bucket)
 		}
-		return true, c.PutBucketLifecycle(ctx, bucket, merged)
+		if err := c.PutBucketLifecycle(ctx, bucket, merged); err != nil {
+			return true, err
+		}
+		return true, lifecycleKept(ctx, c, bucket, want, mine)
 	}
 }
+
+// lifecycleKept reads back the rules just written: a store may take a rule and keep less
+// of it (MinIO keeps no AbortIncompleteMultipartUpload beside another action), and the
+// spec would then never hold though every write succeeded, each sync writing it again.
+// What the store dropped is a setting it does not support (*keptLess).
+func lifecycleKept(ctx context.Context, c s3.Client, bucket string, want []s3.LifecycleRule, mine func(string) bool) error {
+	have, err := c.GetBucketLifecycle(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if _, same := mergeLifecycle(have, want, mine); same {
+		return nil
+	}
+	kept := map[string]s3.LifecycleRule{}
+	for _, r := range have {
+		kept[r.ID] = r
+	}
+	var missing []string
+	for _, w := range want {
+		k, ok := kept[w.ID]
+		if !ok {
+			missing = append(missing, fmt.Sprintf("rule %q", w.ID))
+			continue
+		}
+		for _, f := range []struct {
+			name       string
+			want, have *int32
+		}{
+			{"expirationDays", w.ExpirationDays, k.ExpirationDays},
+			{"noncurrentVersionExpirationDays", w.NoncurrentVersionExpirationDays, k.NoncurrentVersionExpirationDays},
+			{"abortIncompleteMultipartUploadDays", w.AbortIncompleteMultipartUploadDays, k.AbortIncompleteMultipartUploadDays},
+		} {
+			if ptr.Deref(f.want, 0) != ptr.Deref(f.have, 0) {
+				missing = append(missing, fmt.Sprintf("%s of rule %q", f.name, w.ID))
+			}
+		}
+		if w.Prefix != k.Prefix {
+			missing = append(missing, fmt.Sprintf("prefix of rule %q", w.ID))
+		}
+	}
+	if len(missing) == 0 {
+		missing = []string{"the rules as written"} // a difference of no field the spec names
+	}
+	return &keptLess{bucket: bucket, missing: strings.Join(missing, ", ")}
+}
+
+// keptLess is a setting the store took and kept only part of: it cannot hold the spec
+// there, which is reported as a setting the store does not support
+// (s3.KindNotImplemented), with what it dropped.
+type keptLess struct {
+	bucket, missing string
+}
+
+func (e *keptLess) Error() string {
+	return fmt.Sprintf("bucket %q keeps no %s: the store took it and dropped it", e.bucket, e.missing)
+}
+
+// Unwrap classifies it for s3.KindOf.
+func (e *keptLess) Unwrap() error { return &s3.Error{Bucket: e.bucket, Kind: s3.KindNotImplemented} }
 
 func publicAccessSetting(blocked bool) func(context.Context, s3.Client, string) (bool, error) {
 	return func(ctx context.Context, c s3.Client, bucket string) (bool, error) {

@@ -20,7 +20,7 @@ import (
 )
 
 func TestSettingsDesired(t *testing.T) {
-	all := []string{"versioning", "tags", "lifecycle", "public access block", "policy"}
+	all := []string{"versioning", "tags", "lifecycle", "public access block", "policy", "CORS"}
 	withoutVersioning := all[1:]
 
 	t.Run("versioning unset means no versioning setting", func(t *testing.T) {
@@ -110,6 +110,7 @@ func TestSettingsDesired(t *testing.T) {
 			{ID: "logs", Prefix: "logs/", ExpirationDays: ptr.To[int32](30)},
 		}}
 		sb.Spec.Policy = &apiextensionsv1.JSON{Raw: []byte(specPolicy)}
+		sb.Spec.CORS = []bkv1.CORSRule{{AllowedOrigins: []string{"https://app.example.com"}, AllowedMethods: []bkv1.CORSMethod{bkv1.CORSMethodGet}}}
 		f := &fakeS3{}
 		if got := applyAll(t, sb, f); !slices.Equal(got, all) {
 			t.Errorf("first pass changed %v, want %v", got, all)
@@ -173,6 +174,7 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 		name      string
 		spec      func(*bkv1.StorageBucketSpec)
 		errs      map[string]error
+		store     func(*fakeS3) // how the store differs, beyond errs
 		want      result
 		wantState func(t *testing.T, f *fakeS3)
 	}{
@@ -182,15 +184,17 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 			want: result{mentions: []string{"match the spec"}},
 		},
 		{
-			name: "store without public access block: a note, not a failure",
-			errs: map[string]error{"GetPublicAccessBlock": notImplemented("GetPublicAccessBlock")},
-			want: result{mentions: []string{"the store has no public access block"}},
+			name:      "store without public access block: a note, not a failure",
+			errs:      map[string]error{"GetPublicAccessBlock": notImplemented("GetPublicAccessBlock")},
+			want:      result{mentions: []string{"the store has no public access block"}},
+			wantState: noPublicAccessBlockWrite,
 		},
 		{
-			name: "store without public access block, access allowed: no note",
-			spec: func(s *bkv1.StorageBucketSpec) { s.PublicAccess = bkv1.PublicAccessAllowed },
-			errs: map[string]error{"GetPublicAccessBlock": notImplemented("GetPublicAccessBlock")},
-			want: result{mentions: []string{"match the spec"}},
+			name:      "store without public access block, access allowed: no note",
+			spec:      func(s *bkv1.StorageBucketSpec) { s.PublicAccess = bkv1.PublicAccessAllowed },
+			errs:      map[string]error{"GetPublicAccessBlock": notImplemented("GetPublicAccessBlock")},
+			want:      result{mentions: []string{"match the spec"}},
+			wantState: noPublicAccessBlockWrite,
 		},
 		{
 			name: "store without lifecycle, rules asked: reported, the rest applied",
@@ -203,6 +207,24 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 			wantState: func(t *testing.T, f *fakeS3) {
 				if f.policy != specPolicy || f.pab == nil {
 					t.Errorf("other settings not applied: policy %q, public access block %v", f.policy, f.pab)
+				}
+			},
+		},
+		{
+			name: "store keeping less of a lifecycle rule than it took: reported by name, the rest applied",
+			spec: func(s *bkv1.StorageBucketSpec) {
+				s.Lifecycle = &bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{{ID: "a", ExpirationDays: ptr.To[int32](1), AbortIncompleteMultipartUploadDays: ptr.To[int32](2)}}}
+				s.Policy = &apiextensionsv1.JSON{Raw: []byte(specPolicy)}
+			},
+			store: func(f *fakeS3) { f.keepsNoAbortUploads = true },
+			want: result{reason: bkv1.ReasonNotSupportedByStore, terminal: true,
+				mentions: []string{`lifecycle (it keeps no abortIncompleteMultipartUploadDays of rule "a")`}},
+			wantState: func(t *testing.T, f *fakeS3) {
+				if f.policy != specPolicy || f.pab == nil {
+					t.Errorf("other settings not applied: policy %q, public access block %v", f.policy, f.pab)
+				}
+				if len(f.lifecycle) != 1 || f.lifecycle[0].ExpirationDays == nil {
+					t.Errorf("the rule's expiration not applied: %+v", f.lifecycle)
 				}
 			},
 		},
@@ -242,6 +264,9 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 				tc.spec(&sb.Spec)
 			}
 			f := &fakeS3{errs: tc.errs}
+			if tc.store != nil {
+				tc.store(f)
+			}
 			r := &Reconciler{
 				Recorder:     events.NewFakeRecorder(10),
 				Clock:        clocktesting.NewFakePassiveClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
@@ -284,6 +309,18 @@ func TestSettingsReconcileConfiguration(t *testing.T) {
 				tc.wantState(t, f)
 			}
 		})
+	}
+}
+
+// noPublicAccessBlockWrite checks that a store whose GetPublicAccessBlock says it has
+// none gets no write of one: MinIO routes a DELETE ?publicAccessBlock to its DeleteBucket,
+// which deletes an empty bucket (internal/s3's contract tests pin it).
+func noPublicAccessBlockWrite(t *testing.T, f *fakeS3) {
+	t.Helper()
+	for _, op := range f.writes {
+		if strings.Contains(op, "PublicAccessBlock") {
+			t.Errorf("%s sent to a store without public access blocks (writes: %v)", op, f.writes)
+		}
 	}
 }
 

@@ -116,6 +116,9 @@ type bucketScope struct {
 	created bool
 	// owner is what the bucket's ownership tags must say (reconcileStore).
 	owner owner
+	// dest is where the bucket should live (reconcileStore, retire.go): the store the
+	// spec names, or its successor where it retires.
+	dest destination
 	// probeWake is when the probe scheduler will wake the bucket next (zero: it will
 	// not), as reconcileAvailability scheduled it.
 	probeWake time.Time
@@ -221,13 +224,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, sb *bkv1.StorageBucket
 
 	probeRequeue := r.reconcileAvailability(ctx, scope, patcher, failure)
 	result, err := r.summarize(ctx, sb, patcher, failedCondition, failure)
-	if failure == nil && (moving(sb) || hasSourceDue(sb) || sb.Status.Move.KeptTarget()) {
-		// Only a bucket reconciled in full on its home store moves (move.go).
-		step := r.reconcileMove(ctx, scope)
-		r.reportMove(sb, step)
-		if step.requeue > 0 && step.requeue < result.RequeueAfter {
-			result.RequeueAfter = step.requeue
+	if failure == nil {
+		var step moveStep
+		if scope.moves() || hasSourceDue(sb) || sb.Status.Move.KeptTarget() {
+			// Only a bucket reconciled in full on its home store moves (move.go).
+			step = r.reconcileMove(ctx, scope)
+			r.reportMove(scope, step)
+			if step.requeue > 0 && step.requeue < result.RequeueAfter {
+				result.RequeueAfter = step.requeue
+			}
 		}
+		reportRetirement(scope, step) // what a retirement of its store does with it (retire.go)
 	}
 	r.rememberPass(scope, patcher, failure)
 	if probeRequeue > 0 && (result.RequeueAfter == 0 || probeRequeue < result.RequeueAfter) {

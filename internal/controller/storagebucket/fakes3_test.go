@@ -22,10 +22,15 @@ type fakeS3 struct {
 	lifecycle  []s3.LifecycleRule
 	pab        *s3.PublicAccessBlock
 	policy     string
+	cors       []s3.CORSRule
 	lock       s3.ObjectLockConfig
 	// lockOnExisting: PutObjectLockConfiguration may turn object lock on (else it
 	// answers InvalidBucketState, as a store that cannot lock an existing bucket).
 	lockOnExisting bool
+	// keepsNoAbortUploads: PutBucketLifecycle takes a rule's
+	// AbortIncompleteMultipartUploadDays beside another action and drops it, as MinIO
+	// does.
+	keepsNoAbortUploads bool
 
 	// errs makes the named method fail with the given error (state left unchanged).
 	errs map[string]error
@@ -128,6 +133,11 @@ func (f *fakeS3) PutBucketLifecycle(_ context.Context, _ string, rules []s3.Life
 		return err
 	}
 	f.lifecycle = slices.Clone(rules)
+	if f.keepsNoAbortUploads {
+		for i := range f.lifecycle {
+			f.lifecycle[i].AbortIncompleteMultipartUploadDays = nil
+		}
+	}
 	return nil
 }
 
@@ -186,6 +196,29 @@ func (f *fakeS3) DeleteBucketPolicy(_ context.Context, _ string) error {
 		return err
 	}
 	f.policy = ""
+	return nil
+}
+
+func (f *fakeS3) GetBucketCors(_ context.Context, _ string) ([]s3.CORSRule, error) {
+	if err := f.read("GetBucketCors"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.cors), nil
+}
+
+func (f *fakeS3) PutBucketCors(_ context.Context, _ string, rules []s3.CORSRule) error {
+	if err := f.write("PutBucketCors"); err != nil {
+		return err
+	}
+	f.cors = slices.Clone(rules)
+	return nil
+}
+
+func (f *fakeS3) DeleteBucketCors(_ context.Context, _ string) error {
+	if err := f.write("DeleteBucketCors"); err != nil {
+		return err
+	}
+	f.cors = nil
 	return nil
 }
 

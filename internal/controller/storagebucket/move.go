@@ -31,7 +31,9 @@ import (
 //	Queued       the move waits for a slot of its stores and of the operator
 //	             (move_queue.go); nothing is copied yet.
 //	Planning     the source is listed once: its size (checked against the target's
-//	             quota before anything is created there) and the shards' boundaries.
+//	             quota before anything is created there) and the shards' boundaries;
+//	             the settings it has that the spec does not declare wait for a
+//	             choice, Carry or Drop (move_undeclared.go).
 //	Copying      the target bucket is created, tagged as this claim's and configured
 //	             for versions; the first copy pass runs.
 //	CatchingUp   further passes copy what the applications changed meanwhile, until
@@ -57,10 +59,22 @@ type moveStep struct {
 	err     *reconcile.StepError
 }
 
-// moving says whether the claim wants its bucket on another store, or a move of it is
-// unfinished.
+// moving says whether the claim may want its bucket on another store, or a move of it
+// is unfinished: what a pass can tell without reading a store (the probe's short cut
+// takes no such claim). A bucket a retirement took from the store its spec names is
+// where it should be: a later change of that store's retirement (another successor)
+// is seen by the next full pass, at the latest the sync's. A full pass decides by its
+// destination (moves).
 func moving(sb *bkv1.StorageBucket) bool {
-	return sb.Spec.ObjectStoreRef.Name != sb.HomeStore() || !sb.Status.Move.Terminal()
+	named, home := sb.Spec.ObjectStoreRef.Name, sb.HomeStore()
+	retired := sb.Status.Retirement != nil && sb.Status.Retirement.From == named && sb.Status.Retirement.Into == home
+	return (named != home && !retired) || !sb.Status.Move.Terminal()
+}
+
+// moves says whether the bucket should live on another store than its home (the
+// destination reconcileStore found), or a move of it is unfinished.
+func (s *bucketScope) moves() bool {
+	return s.dest.store != s.sb.HomeStore() || !s.sb.Status.Move.Terminal()
 }
 
 // sourceDue says whether a finished move's source is yet to be deleted
@@ -78,7 +92,7 @@ func sourceDue(sb *bkv1.StorageBucket) (time.Time, bool) {
 // moves it there is visible here, phase by phase.
 func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) moveStep {
 	sb := scope.sb
-	home, want := scope.store.Name, sb.Spec.ObjectStoreRef.Name
+	home, want := scope.store.Name, scope.dest.store
 	m := sb.Status.Move
 	switch {
 	case m != nil && m.Phase == bkv1.MoveSwitching && home == m.To:
@@ -90,7 +104,11 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	case home == want && m.Terminal():
 		return moveStep{}
 	case !m.Terminal() && (home == want || m.To != want):
-		return r.abortMove(ctx, scope, fmt.Sprintf("spec.objectStoreRef names %s now", want))
+		why := fmt.Sprintf("spec.objectStoreRef names %s now", want)
+		if d := scope.dest; d.retirement != nil {
+			why = fmt.Sprintf("the retirement of ObjectStore %s takes the bucket to %s", d.retirement.From, want)
+		}
+		return r.abortMove(ctx, scope, why)
 	}
 	if r.Mover == nil {
 		return moveStep{err: reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "this operator runs without a mover (--mover): it cannot move buckets between stores")}
@@ -110,10 +128,15 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	// Every status write of the move says that it runs, those written in the middle
 	// of a pass (ensureMoveTarget's record of its target) too: the pass's summary
 	// took Reconciling off when the bucket on its home store was found Ready.
-	r.reportMove(sb, moveStep{})
+	r.reportMove(scope, moveStep{})
 	if m.Phase == bkv1.MoveQueued {
 		if err := beyondQuota(sb, target, m); err != nil && m.Pass < 2 {
 			return moveStep{err: err} // refused again, by the plan it made before; no slot taken
+		}
+		if scope.dest.paused() {
+			// A paused retirement starts no move; the store's change wakes it.
+			m.Message = fmt.Sprintf("held: the retirement of ObjectStore %s is paused (spec.retire.paused)", scope.dest.retirement.From)
+			return moveStep{}
 		}
 		if step, wait := r.admitMove(ctx, scope, target, m); wait {
 			return step
@@ -162,7 +185,8 @@ func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.Mo
 
 // planMove runs the plan pass, then refuses a move whose data the target's quota
 // cannot take, or whose locked versions its object lock guardrails do not allow,
-// before anything is created there.
+// before anything is created there; a move whose source has settings the spec does
+// not declare waits for a choice (decideUndeclared).
 func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
 	p, done, err := r.runPass(ctx, scope, t, m, mover.ModePlan)
 	if err != nil || !done {
@@ -178,6 +202,9 @@ func (r *Reconciler) planMove(ctx context.Context, scope *bucketScope, t *moveTa
 	}
 	if refusal := lockedVersionsRefusal(p.Plan, t.store); refusal != nil {
 		return moveStep{err: refusal}
+	}
+	if step := r.decideUndeclared(ctx, scope, t, m); step != nil {
+		return *step
 	}
 	m.Phase, m.Pass, m.Message = bkv1.MoveCopying, 2, "copying every object"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "copying %d objects (%d bytes) to ObjectStore %s in %d shards", m.TotalObjects, m.TotalBytes, m.To, len(m.Boundaries)+1)
@@ -259,6 +286,7 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	scope.sb.Status.ObjectStore = m.To
+	scope.sb.Status.Carried = m.Carried // the old home's record is of the old home
 	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)
 	return moveStep{requeue: time.Millisecond}
@@ -286,7 +314,7 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 	r.endsMove(ctx, scope)
 	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, m.From, m.To)
 	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
-	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From)
+	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From) + undeclaredNote(m)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "bucket %s moved from ObjectStore %s to %s; writes paused %s", sb.Status.BucketName, m.From, m.To, m.WritePause)
 	return moveStep{}
 }
@@ -425,10 +453,19 @@ func moveFailed(m *bkv1.MoveStatus, err error) moveStep {
 
 // reportMove sets the conditions a move adds to the pass's verdict: Reconciling=True
 // (Moving) while it runs, Stalled=True when it is refused or stuck. Ready keeps the
-// bucket's own verdict: it serves from its home store while the move waits.
-func (r *Reconciler) reportMove(sb *bkv1.StorageBucket, step moveStep) {
+// bucket's own verdict: it serves from its home store while the move waits. A
+// retirement's move sets neither: the claim's spec asked for nothing, and its
+// StoreRetired condition tells how the move goes (reportRetirement).
+func (r *Reconciler) reportMove(scope *bucketScope, step moveStep) {
+	sb := scope.sb
 	conds, gen := &sb.Status.Conditions, sb.Generation
 	m := sb.Status.Move
+	if scope.dest.retirement != nil {
+		if step.err != nil && m != nil {
+			m.Message = step.err.Message
+		}
+		return
+	}
 	switch {
 	case step.err != nil:
 		reconcile.SetCondition(conds, gen, bkv1.ConditionStalled, metav1.ConditionTrue, step.err.Reason, step.err.Message)
@@ -436,8 +473,8 @@ func (r *Reconciler) reportMove(sb *bkv1.StorageBucket, step moveStep) {
 		if m != nil {
 			m.Message = step.err.Message
 		}
-	case moving(sb):
-		msg := "moving the bucket to ObjectStore " + sb.Spec.ObjectStoreRef.Name
+	case scope.moves():
+		msg := "moving the bucket to ObjectStore " + scope.dest.store
 		if m != nil {
 			msg = fmt.Sprintf("%s: %s", m.Phase, m.Message)
 		}

@@ -32,7 +32,8 @@ var freezeActions = []string{
 // holdWritesForMove keeps the freeze in the policy the configuration step applies to
 // the home bucket while its move cuts over, so that correcting drift never lifts it.
 // A bucket whose policy the operator does not manage (an adopted bucket with none in
-// the spec and none set before: its own policy is left as it is) is left to the freeze
+// the spec and none set before: its own policy is left as it is; one a move carried
+// there, status.carried) is left to the freeze
 // the move puts and lifts itself.
 func (r *Reconciler) holdWritesForMove(_ context.Context, scope *bucketScope) error {
 	sb, m := scope.sb, scope.sb.Status.Move
@@ -40,7 +41,7 @@ func (r *Reconciler) holdWritesForMove(_ context.Context, scope *bucketScope) er
 		return nil
 	}
 	managed := managedConfigOf(sb, scope.bucket)
-	if scope.policy == "" && !managed.exclusive && !managed.applied.Policy {
+	if scope.policy == "" && !managed.ownsPolicy() {
 		return nil
 	}
 	doc, err := withFreeze(scope.policy, scope.bucket)

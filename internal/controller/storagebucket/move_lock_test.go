@@ -59,7 +59,7 @@ func TestMoverLockRulesAreTheTargetsGuardrails(t *testing.T) {
 	if r == nil || !slices.Equal(r.AllowedModes, []s3.RetentionMode{s3.RetentionGovernance, s3.RetentionCompliance}) || r.MaxRetentionDays != 30 {
 		t.Errorf("rules: %+v", r)
 	}
-	if !copiesVersions(sb) {
+	if !copiesVersions(&bucketScope{sb: sb}) {
 		t.Error("a bucket with object lock moves without its every version")
 	}
 }

@@ -179,8 +179,8 @@ func (r *Reconciler) forgetMove(ctx context.Context, key types.NamespacedName) {
 }
 
 // lineLocked reads the unfinished moves from the cache, with this process's decisions
-// laid over them; a waiting move its store refuses (Stalled) or whose claim is being
-// deleted holds no place in line. Decisions the cache shows by now are dropped.
+// laid over them; a waiting move its store refuses (Stalled), one a retirement holds
+// back or skips (heldBack) or one whose claim is being deleted holds no place in line. Decisions the cache shows by now are dropped.
 func (q *moveQueue) lineLocked(ctx context.Context, c client.Reader) ([]inLine, error) {
 	list := &bkv1.StorageBucketList{}
 	if err := c.List(ctx, list, client.MatchingFields{reconcile.IndexStorageBucketMoving: reconcile.MovingAll}); err != nil {
@@ -210,7 +210,7 @@ func (q *moveQueue) lineLocked(ctx context.Context, c client.Reader) ([]inLine, 
 				e.admitted = true
 			}
 		}
-		if !e.admitted && (reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionStalled) || sb.DeletionTimestamp != nil) {
+		if !e.admitted && (reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionStalled) || heldBack(sb) || sb.DeletionTimestamp != nil) {
 			continue
 		}
 		line = append(line, e)

@@ -76,7 +76,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 // tagged as moved: see reclaimMovedBucket); with versioning Enabled where every
 // version is copied or the claim asks for it. The rest of the configuration is
 // applied by the configuration step of the first pass on the new home, before its
-// connection Secret names it.
+// connection Secret names it; what the spec does not declare and the move carries
+// (spec.move.undeclaredSettings: Carry) is applied here, before any object is copied
+// (carryUndeclared).
 //
 // A bucket the move did not create is never taken: one tagged as another's, one an
 // answer to its CreateBucket says was there already (createMoveTarget), and one
@@ -154,12 +156,15 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 		m.TargetBucket = "" // not this move's: never touched, by an abort neither
 		return reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "bucket %q on ObjectStore %q belongs to another StorageBucket or cluster: a move never writes into it", t.bucket, t.store.Name)
 	}
-	if copiesVersions(sb) || desiredVersioning(sb) == s3.VersioningEnabled {
+	if copiesVersions(scope) || desiredVersioning(sb) == s3.VersioningEnabled {
 		if err := t.s3.PutBucketVersioning(ctx, t.bucket, s3.VersioningEnabled); err != nil {
 			return reconcile.AsStepError(err, fmt.Sprintf("enabling versioning on bucket %q of ObjectStore %q", t.bucket, t.store.Name))
 		}
 	}
 	if err := applyMoveLock(ctx, t, lock); err != nil {
+		return err
+	}
+	if err := carryUndeclared(ctx, scope, t, m); err != nil {
 		return err
 	}
 	r.moveTargets.Store(m.ID, t.bucket)
@@ -168,9 +173,11 @@ func (r *Reconciler) ensureMoveTarget(ctx context.Context, scope *bucketScope, t
 }
 
 // copiesVersions says whether the move copies every version and delete marker: asked
-// for, or a bucket with object lock, whose every version a lock may keep.
-func copiesVersions(sb *bkv1.StorageBucket) bool {
-	return sb.Spec.Move != nil && sb.Spec.Move.Versions == bkv1.MoveVersionsAll || hasObjectLock(sb)
+// for by the claim's spec.move or by the retirement that moves it, or a bucket with
+// object lock, whose every version a lock may keep.
+func copiesVersions(scope *bucketScope) bool {
+	sb := scope.sb
+	return sb.Spec.Move != nil && sb.Spec.Move.Versions == bkv1.MoveVersionsAll || scope.dest.allVersions || hasObjectLock(sb)
 }
 
 // removeMoveTarget empties and deletes the bucket an unfinished move made on its
@@ -224,7 +231,7 @@ func (r *Reconciler) moverPass(ctx context.Context, scope *bucketScope, t *moveT
 		Parallelism: moverParallelism(scope.store, t.store),
 		ObjectLock:  moverLockRules(scope.sb, t.store),
 	}
-	if copiesVersions(scope.sb) {
+	if copiesVersions(scope) {
 		spec.Versions = mover.VersionsAll
 	}
 	if mode == mover.ModePlan {

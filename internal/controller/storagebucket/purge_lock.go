@@ -153,7 +153,7 @@ func (f *lockFinder) delete(ctx context.Context, ids []s3.ObjectID) (int, error)
 		return 0, refused
 	}
 	for _, o := range failed.Failed {
-		if o.Kind() != s3.KindAccessDenied {
+		if !o.MayBeLock() {
 			return 0, refused
 		}
 	}

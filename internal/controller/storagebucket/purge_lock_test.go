@@ -1,6 +1,7 @@
 package storagebucket
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -39,6 +40,9 @@ type lockedBucket struct {
 	deleted    bool
 	// noLock: the bucket has no object lock at all.
 	noLock bool
+	// refusal is how DeleteObjects refuses a locked version: AccessDenied unless set
+	// (MinIO: InvalidRequest, "Object is WORM protected and cannot be overwritten").
+	refusal s3.ObjectError
 }
 
 func (b *lockedBucket) ListMultipartUploads(context.Context, string, *s3.UploadPageToken) (s3.MultipartUploadPage, error) {
@@ -82,7 +86,11 @@ func (b *lockedBucket) deleteObjects(ids []s3.ObjectID, bypass bool) error {
 	failed := &s3.DeleteObjectsError{Bucket: "b", Total: len(ids)}
 	for _, id := range ids {
 		if b.locked(id.Key, bypass) {
-			failed.Failed = append(failed.Failed, s3.ObjectError{Key: id.Key, VersionID: id.VersionID, Code: "AccessDenied"})
+			refusal := s3.ObjectError{Key: id.Key, VersionID: id.VersionID, Code: "AccessDenied"}
+			if b.refusal.Code != "" {
+				refusal.Code, refusal.Message = b.refusal.Code, b.refusal.Message
+			}
+			failed.Failed = append(failed.Failed, refusal)
 			continue
 		}
 		b.versions = slices.DeleteFunc(b.versions, func(k string) bool { return k == id.Key })
@@ -265,6 +273,44 @@ func TestPurgeBypassesGovernanceOnlyWhenAllowed(t *testing.T) {
 	}
 }
 
+// TestPurgeOfVersionsMinIORefusesAsWORMProtected: MinIO refuses to delete a locked
+// version with InvalidRequest ("Object is WORM protected and cannot be overwritten"),
+// not AccessDenied (internal/s3's contract tests pin it). The purge reads such a
+// version's lock as it reads an AccessDenied one's: what is not locked is deleted, the
+// claim DeletionBlocked until the retention ends; and the same InvalidRequest for a
+// version nothing locks stays the store's refusal.
+func TestPurgeOfVersionsMinIORefusesAsWORMProtected(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	worm := s3.ObjectError{Code: "InvalidRequest", Message: "Object is WORM protected and cannot be overwritten"}
+	b := &lockedBucket{versions: []string{"free", "gov"}, refusal: worm,
+		retention: map[string]s3.ObjectRetention{"gov": {Mode: s3.RetentionGovernance, Until: start.Add(24 * time.Hour)}}}
+	p := newPurgeRun(t, b, false, 48*time.Hour)
+	if done, wait := p.pass(); done || !slices.Equal(b.versions, []string{"gov"}) || wait != 24*time.Hour {
+		t.Fatalf("done %v, versions %v, wait %v; want the locked version left until its retention ends", done, b.versions, wait)
+	}
+	if c := p.ready(); c == nil || c.Reason != bkv1.ReasonDeletionBlocked {
+		t.Fatalf("Ready: %+v, want DeletionBlocked", c)
+	}
+	if blocked := p.sb.Status.DeletionBlocked; blocked == nil || blocked.Until == nil || !blocked.Until.Time.Equal(start.Add(24*time.Hour)) {
+		t.Fatalf("status.deletionBlocked %+v, want until the Governance retention ends", blocked)
+	}
+
+	// Another InvalidRequest, or this one for a version nothing locks, is no lock.
+	for _, refusal := range []s3.ObjectError{{Code: "InvalidRequest", Message: "something else"}, worm} {
+		b := &lockedBucket{versions: []string{"a"}, refusal: refusal, held: map[string]bool{"a": true}}
+		p := newPurgeRun(t, b, false, time.Hour)
+		if refusal == worm {
+			b.held = nil // refused all the same, below
+		}
+		refused := &refusingBucket{lockedBucket: b, refusal: refusal}
+		patcher := reconcile.NewStatusPatcher(nil, p.sb, func(sb *bkv1.StorageBucket) any { return sb.Status }, nil)
+		_, err := p.r.purgeBucket(context.Background(), p.sb, patcher, purgeJob{key: p.sb.UID, c: refused, bucket: "b", spend: purgeSpender{now: p.clock.Now}, lock: p.lock})
+		if err == nil || !strings.Contains(err.Error(), "InvalidRequest") || p.sb.Status.DeletionBlocked != nil {
+			t.Errorf("%s %q: error %v, deletionBlocked %+v; want the store's refusal, not blocked", refusal.Code, refusal.Message, err, p.sb.Status.DeletionBlocked)
+		}
+	}
+}
+
 // TestPurgeOfABucketLockedByItsDefault: on a store that keeps no retention per version
 // (Versity), the bucket's default retention locks them: reported as such, without a
 // date, and bypassed like any Governance retention when allowed.
@@ -308,12 +354,18 @@ func TestPurgeRefusalNoLockExplains(t *testing.T) {
 	}
 }
 
-type refusingBucket struct{ *lockedBucket }
+// refusingBucket refuses every version it is asked to delete: AccessDenied unless
+// refusal says otherwise.
+type refusingBucket struct {
+	*lockedBucket
+	refusal s3.ObjectError
+}
 
 func (b *refusingBucket) DeleteObjects(_ context.Context, _ string, ids []s3.ObjectID) error {
 	failed := &s3.DeleteObjectsError{Bucket: "b", Total: len(ids)}
 	for _, id := range ids {
-		failed.Failed = append(failed.Failed, s3.ObjectError{Key: id.Key, VersionID: id.VersionID, Code: "AccessDenied"})
+		refusal := s3.ObjectError{Key: id.Key, VersionID: id.VersionID, Code: cmp.Or(b.refusal.Code, "AccessDenied"), Message: b.refusal.Message}
+		failed.Failed = append(failed.Failed, refusal)
 	}
 	return failed
 }

@@ -17,10 +17,17 @@ import (
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
-// reconcileStore finds the ObjectStore, checks that this namespace may use it and that
-// it is healthy, and picks the bucket name and region.
+// reconcileStore says where the bucket should live (the store the spec names, or its
+// successor where it retires: retire.go), finds the ObjectStore it lives on, checks
+// that this namespace may use it and that it is healthy, and picks the bucket name and
+// region.
 func (r *Reconciler) reconcileStore(ctx context.Context, scope *bucketScope) error {
 	sb := scope.sb
+	dest, err := r.destinationOf(ctx, sb)
+	if err != nil {
+		return err
+	}
+	scope.dest = dest
 	store, err := r.usableStore(ctx, sb, sb.HomeStore())
 	if err != nil {
 		return err

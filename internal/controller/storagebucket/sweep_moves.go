@@ -260,7 +260,7 @@ func (s *MoveSweeper) removeTarget(ctx context.Context, store *bkv1.ObjectStore,
 
 // lockRefused says whether an emptying stopped on versions an object lock keeps: the
 // purge's own verdict (DeletionBlocked), or a store refusing every key it was asked to
-// delete (AccessDenied per key), as it refuses versions under an object lock.
+// delete as it refuses versions under an object lock (s3.ObjectError.MayBeLock).
 func lockRefused(err error) bool {
 	var step *reconcile.StepError
 	if errors.As(err, &step) && step.Reason == bkv1.ReasonDeletionBlocked {
@@ -271,7 +271,7 @@ func lockRefused(err error) bool {
 		return false
 	}
 	for _, o := range failed.Failed {
-		if o.Kind() != s3.KindAccessDenied {
+		if !o.MayBeLock() {
 			return false
 		}
 	}

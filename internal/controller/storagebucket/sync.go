@@ -137,11 +137,16 @@ func desiredHash(scope *bucketScope, me owner) string {
 		Quota *quota.Limits `json:",omitempty"`
 		// ObjectLock likewise, while the spec asks for none.
 		ObjectLock *bkv1.ObjectLock `json:",omitempty"`
+		// CORS likewise, while the spec has no rules.
+		CORS []s3.CORSRule `json:",omitempty"`
+		// Carried likewise, while no move carried anything.
+		Carried *bkv1.CarriedSettings `json:",omitempty"`
 	}{
 		Schema: desiredHashSchema, Bucket: scope.bucket, Region: scope.region, Endpoint: stores.Endpoint(scope.store, scope.region),
 		Exclusive: createIntended(sb, scope.bucket), Owner: me.tags(), Tags: sb.Spec.Tags, Versioning: sb.Spec.Versioning,
 		Lifecycle: lifecycleRules(sb.Spec.Lifecycle), PublicAccessBlocked: sb.Spec.PublicAccess != bkv1.PublicAccessAllowed,
 		Policy: scope.policy, Quota: namedQuota(scope.quota), ObjectLock: sb.Spec.ObjectLock,
+		CORS: corsRules(sb.Spec.CORS), Carried: sb.Status.Carried,
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:8])
