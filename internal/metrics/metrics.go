@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -73,6 +74,21 @@ var (
 	ObjectStoreReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "bucketkeeper_objectstore_ready",
 		Help: "Whether an ObjectStore passed its last health check (1) or not (0); absent before its first check and after its deletion.",
+	}, []string{"store"})
+
+	// StoreRetirementBuckets counts a retiring store's StorageBuckets by where they are
+	// (its status.retirement): moved, moving, queued, skipped, remaining; absent for a
+	// store that does not retire.
+	StoreRetirementBuckets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_objectstore_retirement_buckets",
+		Help: "StorageBuckets of a retiring ObjectStore (spec.retire) by state: moved, moving, queued, skipped, remaining (not started); absent when the store does not retire.",
+	}, []string{"store", "state"})
+
+	// StoreRetirementPaused is 1 while a retiring store's spec.retire.paused holds new
+	// moves back, 0 while it does not: the retirement's alert leaves a paused one be.
+	StoreRetirementPaused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bucketkeeper_objectstore_retirement_paused",
+		Help: "Whether a retiring ObjectStore's retirement is paused (1: spec.retire.paused, no new move starts) or not (0); absent when the store does not retire.",
 	}, []string{"store"})
 
 	// BucketDeletionBlocked is, for each StorageBucket whose deletion waits for locked
@@ -183,7 +199,7 @@ var registerOnce sync.Once
 func collectors() []prometheus.Collector {
 	return []prometheus.Collector{S3Requests, IAMRequests, AccessCollectorPasses, AccessCollectorSweeps, AccessCollectorKeyChecks, StatusWrites, ProbeDuration, Probes, BucketAvailable,
 		BucketLastSuccessfulProbe, BucketProbeInterval, BucketUsageBytes, BucketUsageObjects,
-		BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys,
+		BucketQuotaBytes, BucketQuotaObjects, ObjectStoreReady, StoreRetirementBuckets, StoreRetirementPaused, ProbeScheduleLag, BucketDeletionBlocked, ReceiverRequests, ReceiverKeys,
 		MoveCopiedBytes, MoveCopiedObjects, MoveObjectsLeft, MoveLastProgress, MoveWritePause, BucketAccessReady}
 }
 
@@ -275,6 +291,24 @@ func SetStoreReady(store string, ready *bool) {
 		v = 1
 	}
 	ObjectStoreReady.WithLabelValues(store).Set(v)
+}
+
+// SetStoreRetirement records a retiring store's counts (nil: it retires no more, or is
+// gone).
+func SetStoreRetirement(store string, st *bkv1.RetirementStatus) {
+	if st == nil {
+		StoreRetirementBuckets.DeletePartialMatch(prometheus.Labels{"store": store})
+		StoreRetirementPaused.DeleteLabelValues(store)
+		return
+	}
+	paused := 0.0
+	if st.Paused {
+		paused = 1
+	}
+	StoreRetirementPaused.WithLabelValues(store).Set(paused)
+	for state, n := range map[string]int32{"moved": st.Moved, "moving": st.Moving, "queued": st.Queued, "skipped": st.Skipped, "remaining": st.Remaining} {
+		StoreRetirementBuckets.WithLabelValues(store, state).Set(float64(n))
+	}
 }
 
 // moveFigures are the figures of a running move whose change is progress.

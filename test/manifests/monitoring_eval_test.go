@@ -120,6 +120,37 @@ func TestAlertExpressionsSelectTheRightSeries(t *testing.T) {
   bucketkeeper_move_last_progress_timestamp_seconds{namespace="a",name="slow"} 3900x130`,
 		want: `{namespace="a",name="stuck"} 6600`,
 	}, {
+		// stuck: buckets queued, not started and skipped, none moving, not paused.
+		// moving: one moves, the rest wait their turn. paused: held on purpose. done:
+		// every bucket moved.
+		alert: "BucketkeeperRetirementStalled",
+		series: `
+  bucketkeeper_objectstore_retirement_buckets{store="stuck",state="moved"} 3x30
+  bucketkeeper_objectstore_retirement_buckets{store="stuck",state="moving"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="stuck",state="queued"} 1x30
+  bucketkeeper_objectstore_retirement_buckets{store="stuck",state="skipped"} 1x30
+  bucketkeeper_objectstore_retirement_buckets{store="stuck",state="remaining"} 2x30
+  bucketkeeper_objectstore_retirement_paused{store="stuck"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="moving",state="moved"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="moving",state="moving"} 1x30
+  bucketkeeper_objectstore_retirement_buckets{store="moving",state="queued"} 2x30
+  bucketkeeper_objectstore_retirement_buckets{store="moving",state="skipped"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="moving",state="remaining"} 0x30
+  bucketkeeper_objectstore_retirement_paused{store="moving"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="paused",state="moved"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="paused",state="moving"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="paused",state="queued"} 4x30
+  bucketkeeper_objectstore_retirement_buckets{store="paused",state="skipped"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="paused",state="remaining"} 0x30
+  bucketkeeper_objectstore_retirement_paused{store="paused"} 1x30
+  bucketkeeper_objectstore_retirement_buckets{store="done",state="moved"} 5x30
+  bucketkeeper_objectstore_retirement_buckets{store="done",state="moving"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="done",state="queued"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="done",state="skipped"} 0x30
+  bucketkeeper_objectstore_retirement_buckets{store="done",state="remaining"} 0x30
+  bucketkeeper_objectstore_retirement_paused{store="done"} 0x30`,
+		want: `{store="stuck"} 4`,
+	}, {
 		// Two hours in: locked has waited since minute 10; fresh since 50 minutes ago.
 		alert: "BucketkeeperDeletionBlocked",
 		at:    "2h",

@@ -27,13 +27,18 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
-// eventMetrics are metrics an alert watches that show only while what they report
-// lasts, which this test does not bring about: a running move, and a deletion waiting
-// for locked versions. test/docs holds every name the rules and the dashboard use to
-// what the manager registers (TestMonitoringNamesRegisteredMetrics); the alerts'
-// evaluation tests give these their shape.
+// eventMetrics are metrics an alert or a panel watches that show only while what they
+// report lasts, which this test does not bring about: a running move, a store's
+// retirement, and a deletion waiting for locked versions. test/docs holds every name
+// the rules and the dashboard use to what the manager registers
+// (TestMonitoringNamesRegisteredMetrics); the alerts' evaluation tests give these their
+// shape.
 var eventMetrics = map[string]string{
 	"bucketkeeper_move_last_progress_timestamp_seconds":            "a running move",
+	"bucketkeeper_move_copied_bytes":                               "a running move",
+	"bucketkeeper_move_objects_left":                               "a running move",
+	"bucketkeeper_objectstore_retirement_buckets":                  "a store's retirement",
+	"bucketkeeper_objectstore_retirement_paused":                   "a store's retirement",
 	"bucketkeeper_bucket_deletion_blocked_since_timestamp_seconds": "a deletion blocked by object lock",
 }
 

@@ -68,9 +68,13 @@ type Reconciler struct {
 	ClusterKeys func(ctx context.Context) (iam.KeySet, error)
 	// ReconcileTimeout bounds each reconcile as a whole (zero: no bound).
 	ReconcileTimeout time.Duration
+	// OnRetirement receives a retiring store's counts after each count, and nil once
+	// it retires no more (metrics); may be nil.
+	OnRetirement func(store string, st *bkv1.RetirementStatus)
 
-	// lastChecked is when each store was last checked, by name.
-	lastChecked memo.Map[string, time.Time]
+	// lastChecked is when each store was last checked, by name; lastCounted when a
+	// retiring store's buckets were last counted (retire.go).
+	lastChecked, lastCounted memo.Map[string, time.Time]
 	// webIdentity is, per store, its last registration (webidentity.go).
 	webIdentity memo.Map[string, webIdentityRun]
 	// issuerUnread is, per store that gives thumbprints, an issuer the operator could
@@ -104,14 +108,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // SetupWithManager registers the reconciler: its stores, the credentials Secrets they
 // name, the deletion of a StorageBucket or its leaving a store (either may let a
-// store's deletion finish) and the health checks a probe asks for.
+// store's deletion finish), a change a retiring store counts (retire.go) and the
+// health checks a probe asks for.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bkv1.ObjectStore{}, builder.WithPredicates(reconcile.SpecOrLifecycleChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.storesOfSecret), builder.WithPredicates(reconcile.CredentialsSecret())).
 		Watches(&bkv1.StorageBucket{}, handler.EnqueueRequestsFromMapFunc(storeOfBucket), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(e event.UpdateEvent) bool { return leftAStore(e.ObjectOld, e.ObjectNew) },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return leftAStore(e.ObjectOld, e.ObjectNew) || retirementChanged(e.ObjectOld, e.ObjectNew)
+			},
 		})).
 		WatchesRawSource(r.Stores.CheckRequests()).
 		WithOptions(controller.Options{RateLimiter: reconcile.RateLimiter(), ReconciliationTimeout: r.ReconcileTimeout}).

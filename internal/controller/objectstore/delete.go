@@ -41,6 +41,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 		r.Access.Forget(store.Name)
 	}
 	r.lastChecked.Delete(store.Name)
+	r.lastCounted.Delete(store.Name)
+	if r.OnRetirement != nil {
+		r.OnRetirement(store.Name, nil)
+	}
 	r.webIdentity.Delete(store.Name)
 	r.issuerUnread.Delete(store.Name)
 	if r.OnHealth != nil {
@@ -53,18 +57,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 // usersOf names ("namespace/name", sorted) the StorageBuckets on store: those whose
 // spec names it and those whose bucket lives on it (status.objectStore), which differ
 // while a bucket moves, or while its move is refused, and those whose cancelled move
-// keeps its target bucket there for a while (status.move.targetKeptOn). Asked of the
+// keeps its target bucket there for a while (status.move.targetKeptOn), and those a
+// retirement moves there (status.retirement.into, while the move runs or is refused),
+// but for claims whose spec names it and whose bucket its retirement took away
+// (usesStore). Asked of the
 // API server, not the cache: with sharding (--watch-label-selector) the cache holds
 // only this instance's buckets, and every shard's must be gone.
 func (r *Reconciler) usersOf(ctx context.Context, store string) ([]string, error) {
 	var names []string
-	for _, field := range []string{reconcile.FieldStorageBucketStoreRef, reconcile.FieldStorageBucketHomeStore, reconcile.FieldStorageBucketKeptTarget} {
+	for _, field := range reconcile.StoreFields {
 		list := &bkv1.StorageBucketList{}
 		if err := r.APIReader.List(ctx, list, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(field, store)}); err != nil {
 			return nil, err
 		}
 		for _, sb := range list.Items {
-			names = append(names, sb.Namespace+"/"+sb.Name)
+			if usesStore(&sb, store) {
+				names = append(names, sb.Namespace+"/"+sb.Name)
+			}
 		}
 	}
 	slices.Sort(names)

@@ -15,5 +15,7 @@
 //     registered as its OIDC provider (WebIdentityReady, status.webIdentity);
 //     issuerkeys.go: the check that binds that trust to this cluster (the issuer
 //     publishes the cluster's keys alone).
+//   - retire.go: a retiring store's counts (status.retirement) and its Retired
+//     condition.
 //   - delete.go: deletion, refused while StorageBuckets use the store.
 package objectstore

@@ -14,9 +14,22 @@ import (
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
 
-// reconcileNormal checks the store's health, at most once per defaults.MinStoreCheckGap, and comes
-// back after the store's health-check interval.
+// reconcileNormal counts a retiring store's buckets (retire.go), then checks its health.
 func (r *Reconciler) reconcileNormal(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
+	wait, err := r.reportRetirement(ctx, store)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result, err := r.checkHealth(ctx, store, patcher)
+	if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+		result.RequeueAfter = wait
+	}
+	return result, err
+}
+
+// checkHealth checks the store's health, at most once per defaults.MinStoreCheckGap, and comes
+// back after the store's health-check interval.
+func (r *Reconciler) checkHealth(ctx context.Context, store *bkv1.ObjectStore, patcher *reconcile.StatusPatcher) (ctrl.Result, error) {
 	interval := defaults.StoreHealthCheckInterval
 	if store.Spec.HealthCheck.Interval != nil {
 		interval = store.Spec.HealthCheck.Interval.Duration
