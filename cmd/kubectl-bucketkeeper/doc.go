@@ -7,7 +7,12 @@
 //     remedy of its reason from internal/remedy, following the chain to its cause;
 //   - env (env.go): a command run with an access's Secret as environment;
 //   - probe (probe.go): a probe asked for through the annotation, and its verdict;
-//   - status (status.go): an ObjectStore's buckets, keys, quota and usage.
+//   - status (status.go, retirement.go): an ObjectStore's buckets, keys, quota and
+//     usage, and its retirement where it retires;
+//   - adopt (adopt.go, adopt_read.go, adopt_map.go): StorageBucket manifests that adopt
+//     a store's unowned buckets with every setting they have, for the platform team.
+//     The one verb that talks to a store, through the operator's S3 client made
+//     read-only (storeclient.go).
 //
 // Completion of verbs, flags and object names is cobra's (complete.go). The plugin is
 // a module of its own, so the operator's module never compiles cli-runtime; its tests

@@ -26,6 +26,9 @@ import (
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
+// moverNamespace holds the checkpoints of the suite's moves between stores.
+const moverNamespace = "bucketkeeper-moves"
+
 // The suite runs the plugin's verbs in-process, as kubectl would run the binary, with
 // a kubeconfig file of a real control plane on which an operator, built as the binary
 // builds it, runs in this test process against a real SeaweedFS. Each test makes its
@@ -96,7 +99,12 @@ func start() error {
 	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		return err
 	}
-	mgr, err := operator.New(cfg, operator.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	// Moves (a store's retirement) run in this process, their checkpoints in a
+	// namespace of their own.
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: moverNamespace}}); err != nil {
+		return err
+	}
+	mgr, err := operator.New(cfg, operator.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0", MoverNamespace: moverNamespace})
 	if err != nil {
 		return err
 	}
@@ -191,6 +199,15 @@ func newFixture(t *testing.T, srv *testenv.S3Server, mutate ...func(*bkv1.Object
 }
 
 func (f *fixture) cleanup() {
+	f.cleanupClaims()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = k8s.Delete(ctx, &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}})
+}
+
+// cleanupClaims abandons (Orphan) and deletes the claims and accesses of the fixture's
+// namespace, and waits until they are gone.
+func (f *fixture) cleanupClaims() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	buckets := &bkv1.StorageBucketList{}
@@ -221,7 +238,6 @@ func (f *fixture) cleanup() {
 	if err != nil && !f.t.Failed() {
 		f.t.Errorf("cleanup of %s: %v", f.ns, err)
 	}
-	_ = k8s.Delete(ctx, &bkv1.ObjectStore{ObjectMeta: metav1.ObjectMeta{Name: f.store}})
 }
 
 // claim creates a StorageBucket on the fixture's store.
@@ -242,7 +258,13 @@ func (f *fixture) claim(name string, mutate ...func(*bkv1.StorageBucket)) *bkv1.
 // condition of want, "Type=Status" or "Type=Status/Reason".
 func (f *fixture) waitConditions(obj client.Object, want ...string) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
+	f.waitConditionsWithin(time.Minute, obj, want...)
+}
+
+// waitConditionsWithin is waitConditions waiting d at most.
+func (f *fixture) waitConditionsWithin(d time.Duration, obj client.Object, want ...string) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.ctx, d)
 	defer cancel()
 	err := testenv.Poll(ctx, func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {

@@ -93,6 +93,7 @@ with an access's Secret as environment without printing it.`,
 		newEnvCommand(o),
 		newProbeCommand(o),
 		newStatusCommand(o),
+		newAdoptCommand(o),
 	)
 	registerFlagCompletions(o, root)
 	return root

@@ -33,6 +33,9 @@ type storeStatus struct {
 	Accesses []group      `json:"accesses"`
 	Totals   storeTotals  `json:"totals"`
 	Quota    *quotaReport `json:"quota,omitempty"`
+	// Retirement is set while the store retires (spec.retire) or keeps the counts of
+	// one (retirement.go).
+	Retirement *retirementReport `json:"retirement,omitempty"`
 }
 
 // group counts the objects that share a verdict.
@@ -76,6 +79,9 @@ func newStatusCommand(o *options) *cobra.Command {
 		Long: `status shows an ObjectStore's conditions, its StorageBuckets grouped by their Ready
 and Available verdicts (with examples), the BucketAccesses and keys on it, the quota
 guardrails and the quotas its buckets ask for, and the usage its buckets last measured.
+A retiring store (spec.retire) shows its retirement: the buckets moved, moving, queued,
+skipped (and why) and not started, as the store counts them, and the bytes, rate and
+time left its running moves report.
 It counts across every namespace, or only the current one when you may not list every
 namespace.`,
 		Example:           `  kubectl bucketkeeper status shared -o yaml`,
@@ -165,6 +171,7 @@ func (o *options) storeStatus(ctx context.Context, t target) (*storeStatus, erro
 		}
 	}
 	st.Buckets = sortedGroups(groups)
+	st.Retirement = retirementOf(store, buckets.Items)
 	if quota.Buckets > 0 {
 		quota.MaxSizeSum = &sizeSum
 	}
@@ -273,6 +280,9 @@ func (o *options) printStoreStatus(w io.Writer, st *storeStatus) error {
 	}
 	if st.Scope != "cluster" {
 		fmt.Fprintf(&b, "Counted in %s only: you may not list every namespace.\n", st.Scope)
+	}
+	if st.Retirement != nil {
+		printRetirement(&b, st.Retirement)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
