@@ -127,6 +127,9 @@ func (e *env) floorOne(k8s client.Client, c s3.Client, ns string, i int) error {
 	if _, err := c.GetBucketPolicy(ctx, bucket); err != nil {
 		return err
 	}
+	if _, err := c.GetBucketCors(ctx, bucket); err != nil {
+		return err
+	}
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bucket + "-bucket"},
 		StringData: map[string]string{"BUCKET_NAME": bucket, "AWS_ENDPOINT_URL_S3": e.s3.Endpoint}}

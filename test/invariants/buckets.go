@@ -138,8 +138,13 @@ func keptOn(sb *bkv1.StorageBucket) string {
 	return ""
 }
 
-// movingTo is the store a claim's bucket moves to, "" when it does not move.
+// movingTo is the store a claim's bucket moves to, "" when it does not move: its
+// unfinished move's target (a retirement's too, which the spec does not name), or the
+// store its spec names before that move starts.
 func movingTo(sb *bkv1.StorageBucket) string {
+	if m := sb.Status.Move; !m.Terminal() {
+		return m.To
+	}
 	if want := sb.Spec.ObjectStoreRef.Name; want != sb.HomeStore() {
 		return want
 	}

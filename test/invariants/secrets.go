@@ -51,11 +51,26 @@ func secretOwned(snap *snapshot, namespace, name, role string, owner *metav1.Own
 			return fmt.Sprintf("its owner BucketAccess %s (uid %s) is gone", owner.Name, owner.UID)
 		case role != bkv1.SecretRoleAccess:
 			return fmt.Sprintf("controlled by BucketAccess %s but labelled role %q", ba.Name, role)
-		case ba.Spec.SecretName != name:
+		case ba.Spec.SecretName != name && holdsSecret(snap, ba):
+			// Until the Secret of its new name holds the key (an access waiting on its
+			// buckets writes none), the one of the earlier name keeps it for the
+			// applications that read it.
 			return fmt.Sprintf("BucketAccess %s now writes its key to Secret %s: this one is stale", ba.Name, ba.Spec.SecretName)
 		}
 	default:
 		return fmt.Sprintf("labelled as the operator's but controlled by %s %s", owner.Kind, owner.Name)
 	}
 	return ""
+}
+
+// holdsSecret says whether the Secret an access names (spec.secretName) is there,
+// controlled by the access.
+func holdsSecret(snap *snapshot, ba *bkv1.BucketAccess) bool {
+	for i := range snap.secrets {
+		s := &snap.secrets[i]
+		if s.Namespace == ba.Namespace && s.Name == ba.Spec.SecretName && metav1.IsControlledBy(s, ba) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,10 +25,18 @@ func TestSecretWithoutOwner(t *testing.T) {
 	expectOnly(t, w.check(t), SecretOwned, "secret tenant-a/loose", "controlled by no object")
 }
 
+// TestStaleSecrets: a Secret of an access's earlier secretName is stale once the
+// Secret of its current name holds the key, not before (an access waiting on its
+// buckets writes none, and the earlier one keeps the key for the applications).
 func TestStaleSecrets(t *testing.T) {
 	w := newWorld(t)
 	w.ba.Spec.SecretName = "app-key-2"
+	w.objects = append(w.objects, secret("app-key-2", bkv1.SecretRoleAccess, w.ba, "BucketAccess"))
 	expectOnly(t, w.check(t), SecretOwned, "secret tenant-a/app-key", "stale")
+
+	w = newWorld(t)
+	w.ba.Spec.SecretName = "app-key-2"
+	expectNone(t, w.check(t))
 
 	w = newWorld(t)
 	w.sb.Status.ConnectionSecretName = "renamed"

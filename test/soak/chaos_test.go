@@ -29,6 +29,9 @@ func (r *soakRun) killOperator() (string, error) {
 	}
 	leader := target.leads()
 	target.kill()
+	if leader {
+		r.rig.noteLeaderKill()
+	}
 	r.stats.count(func(s *summary) {
 		s.Kills++
 		if leader {

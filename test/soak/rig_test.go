@@ -83,6 +83,49 @@ type rig struct {
 	// deletionPolicy the soak last wrote as Retain, and those whose finalizer a tenant
 	// stripped.
 	retained sync.Map
+
+	// strippedUntagged holds, by bucket name, when the CreateBucket was sent of each
+	// claim a tenant stripped of its finalizer before its bucket was tagged
+	// (time.Time). Such a claim's deletion policy is carried out only by the process
+	// that sent the create (docs/concepts.md): once the soak has SIGKILLed the leader
+	// since (leaderKills), the bucket the create made may stay untagged, as documented.
+	strippedUntagged sync.Map
+	killsMu          sync.Mutex
+	leaderKills      []time.Time
+}
+
+// noteLeaderKill records that the leader was SIGKILLed now.
+func (r *rig) noteLeaderKill() {
+	r.killsMu.Lock()
+	defer r.killsMu.Unlock()
+	r.leaderKills = append(r.leaderKills, time.Now())
+}
+
+// noteStripped records a claim the tenant stripped of its finalizer, as the API server
+// held it then: a create sent for a bucket not yet recorded as the claim's (so perhaps
+// never tagged) is remembered (strippedUntagged).
+func (r *rig) noteStripped(sb *bkv1.StorageBucket) {
+	if in := sb.Status.CreateIntent; in != nil && in.SentAt != nil && sb.Status.BucketName != in.BucketName {
+		r.strippedUntagged.Store(in.BucketName, in.SentAt.Time)
+	}
+}
+
+// lostWithItsSender says whether bucket may be left untagged by design: the create of a
+// claim stripped of its finalizer before tagging, whose sender was killed since (the
+// intent's time is to the second).
+func (r *rig) lostWithItsSender(bucket string) bool {
+	sent, ok := r.strippedUntagged.Load(bucket)
+	if !ok {
+		return false
+	}
+	r.killsMu.Lock()
+	defer r.killsMu.Unlock()
+	for _, killed := range r.leaderKills {
+		if !killed.Before(sent.(time.Time).Add(-time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // newRig makes the stores' ObjectStores (through fresh proxies), the credentials
@@ -191,8 +234,11 @@ func (r *rig) addStore(ctx context.Context, srv *testenv.S3Server) *storeRig {
 	sr.admin = admin
 	sr.view = invariants.StoreView{Name: sr.name, S3: admin, IAM: invariants.SDKIAM{Client: srv.IAMClient()},
 		// Every other bucket on these stores is the operator's: the checker's test tags
-		// and removes its own.
-		Foreign: func(bucket string) bool { return bucket == srv.ScopedBucket || strings.HasPrefix(bucket, "chk-") }}
+		// and removes its own. One the operator made and may never tag (lostWithItsSender)
+		// is judged as the harness's.
+		Foreign: func(bucket string) bool {
+			return bucket == srv.ScopedBucket || strings.HasPrefix(bucket, "chk-") || r.lostWithItsSender(bucket)
+		}}
 	return sr
 }
 

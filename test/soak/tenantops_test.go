@@ -56,8 +56,9 @@ func (r *soakRun) stripFinalizer() (string, error) {
 		if err := k8s.Get(r.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
-		if _, claim := obj.(*bkv1.StorageBucket); claim {
+		if sb, claim := obj.(*bkv1.StorageBucket); claim {
 			r.rig.retained.Store(obj.GetUID(), struct{}{})
+			r.rig.noteStripped(sb)
 		}
 		if !controllerutil.RemoveFinalizer(obj, bkv1.Finalizer) {
 			return nil
