@@ -141,8 +141,12 @@ TEST_LOGS ?= bin/test-logs
 # check, managers killed and restarted) are named TestPaced... and run in a test process
 # of their own, beside the others (test/integration/doc.go).
 PACED_TESTS := ^TestPaced
-# The integration tests of moves (TestMove...) run in a process of their own too.
+# The integration tests of moves (TestMove...) run in a process of their own too, without
+# the race detector: they spend their CPU copying objects, the detector multiplied it, and
+# the mover's and the move controller's concurrency is raced by their packages' tests and
+# by MOVE_RACE_TESTS, a cancel and a cutover, which run with the paced tests under it.
 MOVE_TESTS := ^TestMove
+MOVE_RACE_TESTS := ^(TestMoveCancelledBeforeCutover|TestMoveEveryVersion)$$
 
 # The install test (a real node, the release's chart and bundle as Pods) mostly waits on
 # Pods: it runs as a suite of its own, after make release-dry-run with TEST_RELEASE's
@@ -159,7 +163,7 @@ TEST_RELEASE := RELEASE_TRIMPATH= RELEASE_PLUGIN_PLATFORMS="linux/amd64 linux/ar
 test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 test: ## Run every test against the real peers (built on first use): hack/test.sh.
 	@TEST_MAKE='$(TEST_MAKE)' TEST_BIN='$(TEST_BIN)' TEST_RUN='$(TEST_RUN)' TEST_LOGS='$(TEST_LOGS)' \
-	  RACE_PKGS='$(RACE_PKGS)' RACE_PARALLEL='$(RACE_PARALLEL)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' MOVE_TESTS='$(MOVE_TESTS)' \
+	  RACE_PKGS='$(RACE_PKGS)' RACE_PARALLEL='$(RACE_PARALLEL)' NESTED='$(NESTED)' PACED_TESTS='$(PACED_TESTS)' MOVE_TESTS='$(MOVE_TESTS)' MOVE_RACE_TESTS='$(MOVE_RACE_TESTS)' \
 	  INSTALL_TESTS='$(INSTALL_TESTS)' SOAK_PKG='$(SOAK_PKG)' FUZZ_CMDS='$(call fuzz_cmds,-parallel=1 $(TEST_VET))' \
 	  TEST_RELEASE='$(TEST_RELEASE)' hack/test.sh
 
@@ -176,7 +180,7 @@ test-binaries-race: ## Build the race-instrumented test binaries into TEST_BIN (
 .PHONY: test-binaries
 test-binaries: ## Build the plain test binaries of every module into TEST_BIN (a step of make test).
 	@echo ">> building the test binaries"
-	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS) $(SOAK_PKG)
+	@hack/test-bin.sh build $(TEST_BIN)/main $(TEST_BUILD) $(TEST_VET) -- $(PLAIN_PKGS) $(SOAK_PKG) ./test/integration/
 	@$(foreach m,$(NESTED),(cd $(m) && $(CURDIR)/hack/test-bin.sh build $(CURDIR)/$(TEST_BIN)/$(subst /,-,$(m)) $(TEST_BUILD) $(TEST_VET) -- ./...) &&) true
 
 # fuzz_cmds are the short fuzzing runs, with extra go test flags ($(1)): `make test` runs

@@ -26,7 +26,7 @@ func TestSupportedVersionsAreTheTestedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"KUBE_VERSION", "ETCD_VERSION", "SEAWEEDFS_VERSION", "VERSITYGW_VERSION", "RGW_SUITE", "MOTO_SUITE"} {
+	for _, key := range []string{"KUBE_VERSION", "ETCD_VERSION", "SEAWEEDFS_VERSION", "VERSITYGW_VERSION", "MINIO_VERSION", "RGW_SUITE", "MOTO_SUITE"} {
 		v := env[key]
 		if v == "" {
 			t.Fatalf("hack/peers/versions.env has no %s", key)

@@ -264,11 +264,15 @@ func (w *walk) storageBucket(namespace, name string) *bkv1.StorageBucket {
 	return sb
 }
 
-// secret reads a Secret of the walk's cluster.
+// secret reads a Secret of the walk's cluster, waiting for it: an implicit
+// BucketAccess (spec.access) is made by its claim, so the claim's Ready comes before
+// the access's key is in its Secret, and no object of the walk waits for that access.
 func (w *walk) secret(namespace, name string) map[string][]byte {
 	w.t.Helper()
 	s := &corev1.Secret{}
-	must(w.t, w.c.Get(w.ctx, client.ObjectKey{Namespace: namespace, Name: name}, s))
+	must(w.t, pollFor(w, 2*time.Minute, func() error {
+		return w.c.Get(w.ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
+	}))
 	return s.Data
 }
 
