@@ -12,7 +12,7 @@
 # the larger part of `make vet`. The fix is to raise the lower requirement:
 #   (cd MODULE && go get DEP@HIGHER) then go mod tidy in every module.
 #
-# The wrapper modules of kube-apiserver, kube-node and etcd are in the list: hack/peers/build.sh
+# The wrapper modules of kube-apiserver, kube-node, kubectl and etcd are in the list: hack/peers/build.sh
 # builds them with the flags our non-race builds use, so the packages they share with us
 # (k8s.io/*, grpc, otel, x/*) are compiled once on a cold cache, not twice. weed and
 # versitygw are not: weed builds on a grpc development snapshot none of our modules
@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 GO=${1:-${GO:-go}}
 
 # The operator's module, every nested module and two peers; "benchbaseline" adds that build of ours.
-modules=(. cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/release hack/peers/lifeline hack/peers/kube-apiserver hack/peers/kube-node hack/peers/etcd)
+modules=(. cmd/bucketkeeper-dev cmd/kubectl-bucketkeeper test/manifests bench hack/release hack/peers/lifeline hack/peers/kube-apiserver hack/peers/kube-node hack/peers/kubectl hack/peers/etcd)
 ours=$(sed -n 's/^module //p' go.mod)
 
 list() { # MODULE [go list flags]: "MODULE DEP VERSION" for each dependency compiled

@@ -170,6 +170,20 @@ type StoreGuardrails struct {
 	// +kubebuilder:validation:MaxLength=128
 	AdoptionBucketOwner string `json:"adoptionBucketOwner,omitempty"`
 
+	// AdoptionSingleAccount is the store admin's statement that this store has one
+	// account, the one the operator's credentials act for, so that a bucket whose ACL
+	// names no owner is that account's. MinIO is such a store: every bucket there is
+	// its deployment's, and its ACLs name no owner, so without this statement no
+	// bucket on it can be adopted. It loosens nothing else: a bucket whose ACL names an
+	// owner is still held to adoptionBucketOwner (or ListBuckets' owner), one whose ACL
+	// is closed to the operator's credentials is still refused, a bucket tagged as
+	// another claim's or another cluster's is never taken, and adoptionAllowedNamespaces
+	// still decides who may adopt. Set it only where it is true: on a store with
+	// several accounts it would let a tenant adopt another account's bucket that names
+	// no owner.
+	// +optional
+	AdoptionSingleAccount bool `json:"adoptionSingleAccount,omitempty"`
+
 	// AllowAnyBucketName lets an explicit spec.bucketName skip bucketNamePrefix. By
 	// default, when the store has a prefix, explicit names must start with it, so
 	// tenants stay inside the part of the namespace of names the platform team gave them.

@@ -124,7 +124,7 @@ func (o *adoptOptions) run(ctx context.Context, arg string) error {
 	if err := get(ctx, c, t, store); err != nil {
 		return err
 	}
-	v := &storeView{store: store, nsMap: nsMap, owner: store.Spec.Guardrails.AdoptionBucketOwner}
+	v := &storeView{store: store, nsMap: nsMap}
 	if v.s3, err = storeClient(ctx, c, store, o.storeTimeout); err != nil {
 		return err
 	}
@@ -138,11 +138,16 @@ func (o *adoptOptions) run(ctx context.Context, arg string) error {
 	if err != nil {
 		return fmt.Errorf("listing the buckets of ObjectStore %s: %w", store.Name, err)
 	}
-	if v.owner == "" {
-		if v.owner, err = v.s3.CallerOwner(ctx); err != nil {
-			return fmt.Errorf("reading whom ObjectStore %s names as its buckets' owner: %w", store.Name, err)
+	v.ownerOnce = sync.OnceValues(func() (string, error) {
+		if owner := store.Spec.Guardrails.AdoptionBucketOwner; owner != "" {
+			return owner, nil
 		}
-	}
+		owner, err := v.s3.CallerOwner(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reading whom ObjectStore %s names as its buckets' owner: %w", store.Name, err)
+		}
+		return owner, nil
+	})
 	found := readBuckets(ctx, v, names)
 	if err := o.write(store, found); err != nil {
 		return err

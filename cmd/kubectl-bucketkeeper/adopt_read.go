@@ -51,9 +51,10 @@ type storeView struct {
 	store  *bkv1.ObjectStore
 	s3     s3.Client
 	quotas quota.Client // nil: the store has no admin API
-	// owner is the owner a bucket must have to be adopted: guardrails.adoptionBucketOwner,
-	// else the owner ListBuckets names for the store's credentials.
-	owner string
+	// ownerOnce is the owner a bucket that names one must have to be adopted:
+	// guardrails.adoptionBucketOwner, else the owner ListBuckets names for the store's
+	// credentials, read once and only when a bucket names an owner.
+	ownerOnce func() (string, error)
 	// claimed maps bucket names to the StorageBucket (namespace/name) naming them.
 	claimed map[string]string
 	nsMap   *namespaceMap
@@ -113,9 +114,20 @@ func (v *storeView) readBucket(ctx context.Context, name string) *bucketRead {
 	if err != nil && s3.KindOf(err) != s3.KindAccessDenied && s3.KindOf(err) != s3.KindNotImplemented {
 		return fail("owner", err)
 	}
-	if err != nil || got == "" || got != v.owner {
+	ok := false
+	if err == nil {
+		if ok, err = guardrail.BucketOwnerAdoptable(got, v.store.Spec.Guardrails.AdoptionSingleAccount, v.ownerOnce); err != nil {
+			return fail("owner", err)
+		}
+	}
+	switch {
+	case !ok && err == nil && got == "":
+		b.skip = fmt.Sprintf("the store names no owner for it, and ObjectStore %s does not state that every bucket on it is the account's it acts for (guardrails.adoptionSingleAccount, as on MinIO)", v.store.Name)
+		return b
+	case !ok:
+		want, _ := v.ownerOnce()
 		b.skip = fmt.Sprintf("the store names its owner %q, not %q, the account ObjectStore %s acts for: the operator adopts only that account's buckets (guardrails.adoptionBucketOwner says how the store names it)",
-			got, v.owner, v.store.Name)
+			got, want, v.store.Name)
 		return b
 	}
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real test peers (kube-apiserver, etcd, SeaweedFS weed, Versity S3 Gateway,
-# MinIO, and kube-node: the kubelet, kube-proxy, kube-controller-manager and
+# MinIO, kubectl (for the docs' runbooks), and kube-node: the kubelet, kube-proxy, kube-controller-manager and
 # kube-scheduler in one binary) from the Go module proxy and caches each one in a
 # directory keyed by its version and a hash of its wrapper module, so a second run costs
 # nothing. The peers `rgw` (Ceph RGW), `moto` (the AWS stand-in) and `node` (containerd,
@@ -22,7 +22,7 @@ source "$here/versions.env"
 cache=${BUCKETKEEPER_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bucketkeeper/peers}
 # kube-apiserver first: it compiles most of what the operator's own builds need (see
 # go_build), and those run beside the peers' build.
-all_peers=(kube-apiserver etcd versitygw weed minio kube-node rgw moto node)
+all_peers=(kube-apiserver etcd versitygw weed minio kubectl kube-node rgw moto node)
 
 # go_build builds every Go peer (its -ldflags and -o follow) with the flags the operator's
 # own non-race builds (vet, the tests, the install test's image; see the Makefile) compile
@@ -42,7 +42,7 @@ version_of() {
 	weed) echo "$SEAWEEDFS_VERSION" ;;
 	versitygw) echo "$VERSITYGW_VERSION" ;;
 	minio) echo "$MINIO_VERSION" ;;
-	kube-node) echo "$KUBE_VERSION" ;;
+	kube-node | kubectl) echo "$KUBE_VERSION" ;;
 	rgw) echo "$RGW_SUITE" ;;
 	moto) echo "$MOTO_SUITE" ;;
 	node) echo "$NODE_SUITE" ;;
@@ -108,7 +108,7 @@ build_one() {
 	fi
 	local start=$SECONDS ldflags="-s -w" pkg=.
 	case $peer in
-	kube-apiserver | kube-node)
+	kube-apiserver | kube-node | kubectl)
 		local v=${KUBE_VERSION#v} major minor
 		major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
 		for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do

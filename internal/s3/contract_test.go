@@ -65,9 +65,10 @@ const (
 	// ownersNotComparable: the bucket's owner is an account while ListBuckets names
 	// the caller's identity, so only the store admin can say which owner is ours.
 	ownersNotComparable = "`guardrails.adoptionBucketOwner`: ACLs name the account, ListBuckets the identity"
-	// ownersNone: the bucket's ACL names no owner, which is never the operator's
-	// account, so no bucket can be adopted.
-	ownersNone = "nothing: ACLs name no owner, so no bucket is adopted"
+	// ownersNone: the bucket's ACL names no owner, so nothing the store answers can
+	// say a bucket is the operator's account's: only the store admin's statement that
+	// the store has one account can (guardrails.adoptionSingleAccount).
+	ownersNone = "nothing: ACLs name no owner, so a bucket is adopted only where `guardrails.adoptionSingleAccount` states the store has one account"
 )
 
 // Common to all four (SeaweedFS mini at hack/peers' pinned version, versitygw

@@ -124,11 +124,12 @@ func TestMinIOObjectLockPurge(t *testing.T) {
 	testObjectLockPurge(t, testenv.NewS3(t, testenv.MinIO))
 }
 
-// TestMinIOAdoptionIsRefused: MinIO's bucket ACLs name no owner, so the adoption
-// guardrail finds no bucket there to be the operator's account's. A tenant's claim
-// adopting an untagged bucket of the operator's own, in a namespace the store allows to
-// adopt, is refused (BucketNameTaken), and the bucket keeps its data and tags and gets
-// no policy.
+// TestMinIOAdoptionIsRefused: MinIO's bucket ACLs name no owner, so without the store
+// admin's statement that the store has one account (guardrails.adoptionSingleAccount)
+// the adoption guardrail finds no bucket there to be the operator's account's. A
+// tenant's claim adopting an untagged bucket of the operator's own, in a namespace the
+// store allows to adopt, is refused (BucketNameTaken), and the bucket keeps its data and
+// tags and gets no policy.
 func TestMinIOAdoptionIsRefused(t *testing.T) {
 	server := testenv.NewS3(t, testenv.MinIO)
 	f := newFixture(t, server, func(store *bkv1.ObjectStore) {
