@@ -278,40 +278,6 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 	return r.judgeFinalPass(ctx, scope, m, fz, p)
 }
 
-// judgeFinalPass decides on a finished final pass: verified, the bucket's home
-// switches; objects that will not copy, or MoveMaxFinalPasses passes that never found
-// both sides equal, lift the freeze, as what will not copy in seconds keeps no
-// application waiting; else the next final pass runs, the keys frozen again first (an
-// access's policy written meanwhile without the freeze).
-func (r *Reconciler) judgeFinalPass(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus, fz keyFreezer, p mover.Progress) moveStep {
-	if p.Failures.Count > 0 {
-		if err := r.thawSource(ctx, scope, fz); err != nil {
-			return moveWait(m, err)
-		}
-		m.FrozenAt = nil
-		r.yieldSlot(ctx, scope, m) // admitted again, it catches up
-		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
-			"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
-	}
-	if !p.Verified && m.Pass+1-m.CutoverPass >= defaults.MoveMaxFinalPasses {
-		return r.liftFreeze(ctx, scope, m, fz, p)
-	}
-	if !p.Verified {
-		if err := fz.freeze(ctx, scope.sb, scope.bucket); err != nil {
-			return moveWait(m, err)
-		}
-		m.Pass++
-		m.Message = fmt.Sprintf("the final pass found %d keys unequal (%s); verifying again", p.Differences.Count, p.Differences)
-		return moveStep{requeue: time.Millisecond}
-	}
-	now := metav1.NewTime(r.Clock.Now())
-	scope.sb.Status.ObjectStore = m.To
-	scope.sb.Status.Carried = m.Carried // the old home's record is of the old home
-	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
-	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)
-	return moveStep{requeue: time.Millisecond}
-}
-
 // finishMove runs in the first pass that reconciled the bucket on its new home, its
 // connection Secret included: the source, frozen since the cutover, is tagged as
 // moved, the checkpoints go, and the write pause is known.
