@@ -1,14 +1,20 @@
 package integration_test
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
+	"github.com/bucketkeeper/bucketkeeper/test/workload"
 )
 
 // TestMoveOffMinIOFreezesItsKeys moves a bucket off MinIO, which applies bucket
@@ -73,4 +79,85 @@ func observeKeyFrozen(f *fixture, sb *bkv1.StorageBucket, key secretKey, bucket 
 		return
 	}
 	f.t.Fatalf("no write under the freeze was made in 4m: the move never froze its source")
+}
+
+// TestMoveOffMinIOWaitsOutAKeyItDidNotIssue: a writer holding a MinIO key bucketkeeper
+// did not issue (a user made through the admin API by hand, with a policy on the
+// bucket) writes on through the freeze, so the final passes never find both sides
+// equal. After MoveMaxFinalPasses of them the move lifts the freeze (the bucket
+// policy's statement gone, and the BucketAccess key, frozen with it, writes again),
+// gives its slot back and says WritesDuringFreeze, naming the keys MinIO's freeze does
+// not stop and when it tries again; it does not cut over before then. With that writer
+// stopped, the retry cuts over, and every write it had acknowledged is on the target.
+func TestMoveOffMinIOWaitsOutAKeyItDidNotIssue(t *testing.T) {
+	source := testenv.NewS3(t, testenv.MinIO)
+	f, target, sb := moveBetween(t, source, seaweed)
+	f.longer(10 * time.Minute)
+	bucket := sb.Status.BucketName
+	f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
+	issued := f.secretClient("app-creds")
+
+	driver, err := iam.New(f.ctx, adminIAMConfig(source))
+	must(t, err)
+	user := "handmade-" + f.ns
+	must(t, driver.EnsureUser(f.ctx, user))
+	t.Cleanup(func() { _ = driver.DeleteUser(context.Background(), user) })
+	must(t, driver.PutPolicy(f.ctx, user, []iam.Grant{{Bucket: bucket, Mode: iam.ReadWrite}}))
+	key, err := driver.CreateKey(f.ctx, user)
+	must(t, err)
+	handmade, err := s3.New(f.ctx, s3.Config{Endpoint: source.Endpoint, Region: source.Region, ForcePathStyle: true,
+		AccessKeyID: key.ID, SecretAccessKey: key.Secret, RequestTimeout: 10 * time.Second})
+	must(t, err)
+	w := &writer{Writer: workload.Start(f.ctx, bucket, func(context.Context) s3.Client { return handmade }), f: f}
+	t.Cleanup(func() { w.Stop() })
+	w.waitAcks(20)
+
+	f.moveTo(sb, target, "")
+	got := &bkv1.StorageBucket{}
+	f.eventually(5*time.Minute, "the move's WritesDuringFreeze", func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+			return err
+		}
+		if m := got.Status.Move; m != nil && (m.Phase == bkv1.MoveSwitching || m.Phase == bkv1.MoveDone) {
+			t.Fatalf("the move cut over while a key it did not issue wrote: %s", m.Message)
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, bkv1.ConditionStalled)
+		if c == nil || c.Reason != bkv1.ReasonWritesDuringFreeze {
+			return fmt.Errorf("conditions: %s; move %+v", describe(got.Status.Conditions), got.Status.Move)
+		}
+		return nil
+	})
+	m := got.Status.Move
+	stalled := apimeta.FindStatusCondition(got.Status.Conditions, bkv1.ConditionStalled)
+	t.Logf("Stalled=%s %s: %s", stalled.Status, stalled.Reason, stalled.Message)
+	for _, want := range []string{"writes continued during the freeze", "not issued by bucketkeeper", m.CutoverRetryAt.UTC().Format(time.RFC3339)} {
+		if !strings.Contains(stalled.Message, want) {
+			t.Errorf("the condition's message does not say %q: %s", want, stalled.Message)
+		}
+	}
+	if m.CutoverAttempts != 1 || m.CutoverRetryAt == nil || m.FrozenAt != nil || m.Phase != bkv1.MoveQueued {
+		t.Errorf("after a cutover written under the freeze: attempts %d, retry at %v, frozen at %v, phase %s", m.CutoverAttempts, m.CutoverRetryAt, m.FrozenAt, m.Phase)
+	}
+	if policy, err := f.admin.GetBucketPolicy(f.ctx, bucket); err != nil || strings.Contains(policy, bkv1.MoveFreezeSid) {
+		t.Errorf("the source's policy after the freeze was lifted: %q (%v)", policy, err)
+	}
+	f.eventually(30*time.Second, "the issued key writing again", func() error {
+		return issued.c.PutObject(f.ctx, bucket, "issued-after-the-thaw", []byte("thawed"))
+	})
+
+	log := w.Stop()
+	moved := f.waitMove(sb, bkv1.MoveDone, 5*time.Minute)
+	if !moved.Status.Move.SwitchedAt.After(m.CutoverRetryAt.Time) {
+		t.Errorf("switched at %s, before the retry time %s", moved.Status.Move.SwitchedAt, m.CutoverRetryAt)
+	}
+	tgtAdmin := adminOf(t, f.ctx, seaweed)
+	lost := log.LostOn(f.ctx, tgtAdmin, bucket)
+	t.Logf("%d puts and %d deletes acknowledged (%d retried) with the hand-made key, %d lost; cut over at attempt %d, write pause %s",
+		log.Puts, log.Deletes, log.Retries, len(lost), moved.Status.Move.CutoverAttempts+1, moved.Status.Move.WritePause.Duration)
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost, first: %v", len(lost), lost[:min(5, len(lost))])
+	}
+	if body, err := tgtAdmin.GetObject(f.ctx, bucket, "issued-after-the-thaw", 100); err != nil || string(body) != "thawed" {
+		t.Errorf("the issued key's write after the thaw on the target: %q, %v", body, err)
+	}
 }
