@@ -9,6 +9,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	stores "github.com/bucketkeeper/bucketkeeper/internal/store"
 )
@@ -77,7 +78,7 @@ func (f minioFreezer) set(ctx context.Context, sb *bkv1.StorageBucket, bucket st
 	for _, user := range users {
 		current, err := f.editor.UserPolicy(ctx, user)
 		if err != nil {
-			return fmt.Errorf("reading the policy of %s on ObjectStore %s: %w", user, f.store, err)
+			return freezeError(err, fmt.Sprintf("reading the policy of %s on ObjectStore %s", user, f.store))
 		}
 		if current == "" {
 			continue // no user, or no policy: its keys reach nothing
@@ -94,10 +95,24 @@ func (f minioFreezer) set(ctx context.Context, sb *bkv1.StorageBucket, bucket st
 			if !frozen {
 				what = "allowing the writes of"
 			}
-			return fmt.Errorf("%s %s on ObjectStore %s to %s: %w", what, bucket, f.store, user, err)
+			return freezeError(err, fmt.Sprintf("%s %s on ObjectStore %s to %s", what, bucket, f.store, user))
 		}
 	}
 	return nil
+}
+
+// freezeError is a failure of the admin API while freezing or thawing keys: one a
+// retry cannot mend (the operator's identity lacks an admin action, a policy refused)
+// stops the move with its reason, to be looked at again after the sync interval,
+// rather than being retried every poll.
+func freezeError(err error, doing string) error {
+	switch iam.KindOf(err) {
+	case iam.KindAccessDenied, iam.KindInvalidCredentials:
+		return reconcile.Terminalf(bkv1.ReasonAccessDenied, "%s: %v (the operator's identity on MinIO needs admin:GetPolicy and admin:CreatePolicy, docs/access.md)", doing, err)
+	case iam.KindInvalid, iam.KindNotImplemented:
+		return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%s: %v", doing, err)
+	}
+	return fmt.Errorf("%s: %w", doing, err)
 }
 
 // issuedUsers are the identities the BucketAccesses naming sb may hold on store: the

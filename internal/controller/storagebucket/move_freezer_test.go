@@ -2,6 +2,7 @@ package storagebucket
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
 	"github.com/bucketkeeper/bucketkeeper/internal/iam"
+	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
 
@@ -20,10 +22,11 @@ import (
 type fakeEditor struct {
 	policies map[string]string
 	writes   int
+	err      error // every read's answer, when set
 }
 
 func (f *fakeEditor) UserPolicy(_ context.Context, user string) (string, error) {
-	return f.policies[user], nil
+	return f.policies[user], f.err
 }
 
 func (f *fakeEditor) PutUserPolicyDocument(_ context.Context, user, doc string) error {
@@ -101,6 +104,12 @@ func TestMinIOFreezerNarrowsTheIssuedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("thawed", nil)
+	// An identity without admin:GetPolicy stops the move with its reason, no retry loop.
+	editor.err = &iam.Error{Op: "GetUserPolicy", Kind: iam.KindAccessDenied}
+	err := fz.freeze(context.Background(), sb, "bk-data")
+	if se := reconcile.AsStepError(err, "freezing"); err == nil || !se.Terminal || se.Reason != bkv1.ReasonAccessDenied || !strings.Contains(se.Message, "admin:GetPolicy") {
+		t.Errorf("freezing without admin:GetPolicy: %+v", se)
+	}
 	if fz.unstopped() == "" {
 		t.Error("the MinIO freezer names no key it does not stop")
 	}
