@@ -203,7 +203,7 @@ store-table: ## Write docs/stores.md's store tables from what the real stores an
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^TestContract$$' ./internal/s3/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestContract|TestContractListUsersPages)$$' ./internal/iam/
 	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestTenantReachesOnlyItsOwnBuckets|TestAdoptionGuardrail|TestAnonymousPrincipalForms)$$' ./test/e2e/
-	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes|TestObjectLock[A-Za-z]*|TestPacedObjectLock[A-Za-z]*|TestMoveKeepsEveryAcknowledgedWrite|TestMoveOntoItselfIsRefused)$$' ./test/integration/
+	BUCKETKEEPER_UPDATE_STORE_TABLE=1 $(GO) test -count=1 -run '^(TestQuotaGuardrailsOnRGW|TestPacedQuotaOnSeaweedFS|TestQuotaNotSupportedByStore|TestPacedUsageFollowsWritesAndDeletes|TestObjectLock[A-Za-z]*|TestPacedObjectLock[A-Za-z]*|TestMoveKeepsEveryAcknowledgedWrite|TestMoveOffMinIOFreezesItsKeys|TestMoveOntoItselfIsRefused)$$' ./test/integration/
 
 .PHONY: reasons-doc
 reasons-doc: ## Write the table of condition reasons and remedies (internal/remedy) into docs/kubectl-plugin.md.

@@ -179,6 +179,11 @@ const (
 	// by the target): the move does not cut over; the message counts them and names
 	// the first few keys.
 	ReasonMoveFailed = "MoveFailed"
+	// ReasonWritesDuringFreeze: the final passes of a move's cutover never found both
+	// sides equal, as the bucket was written under the freeze by keys the store's
+	// freeze does not stop (the message names them): the freeze was lifted, the move
+	// copies again and cuts over again later, each time after a longer wait.
+	ReasonWritesDuringFreeze = "WritesDuringFreeze"
 	// ReasonUndeclaredSettings: the bucket has settings on the store it leaves that
 	// the spec does not declare (lifecycle rules, a policy, tags, CORS), and neither
 	// spec.move.undeclaredSettings nor its retirement's says whether to carry or drop

@@ -120,6 +120,15 @@ type MoveStatus struct {
 	// MoveMaxFinalPasses unverified ones the source takes writes again.
 	// +optional
 	CutoverPass int32 `json:"cutoverPass,omitempty"`
+	// CutoverAttempts counts this move's cutovers whose final passes never found both
+	// sides equal: writes went on under the freeze, which was lifted. Each doubles the
+	// wait before the next one (CutoverRetryAt).
+	// +optional
+	CutoverAttempts int32 `json:"cutoverAttempts,omitempty"`
+	// CutoverRetryAt is when the move, copying again after such a cutover, may freeze
+	// the source again: until then no pass runs.
+	// +optional
+	CutoverRetryAt *metav1.Time `json:"cutoverRetryAt,omitempty"`
 	// StartedAt is when the move was asked for (again, for a cancelled move resumed):
 	// queued moves wait in its order; FrozenAt when the source's writes were stopped;
 	// SwitchedAt when the bucket's home became the target.
@@ -175,6 +184,15 @@ type MoveStatus struct {
 // Terminal says whether the move ended (Done or Aborted).
 func (m *MoveStatus) Terminal() bool {
 	return m == nil || m.Phase == MoveDone || m.Phase == MoveAborted
+}
+
+// WritesFrozen says whether a move's cutover denies the object writes of the bucket on
+// its home store: the freeze is in place (FrozenAt) and the home is still the source.
+// Where the store's bucket policies bind no key (MinIO), the keys the operator issued
+// on it carry the freeze in their own policies while this holds.
+func (sb *StorageBucket) WritesFrozen() bool {
+	m := sb.Status.Move
+	return !m.Terminal() && m.FrozenAt != nil && m.From == sb.HomeStore()
 }
 
 // Admitted says whether the move holds a slot of its stores: it is past Queued and

@@ -558,6 +558,10 @@ func (in *MoveStatus) DeepCopyInto(out *MoveStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.CutoverRetryAt != nil {
+		in, out := &in.CutoverRetryAt, &out.CutoverRetryAt
+		*out = (*in).DeepCopy()
+	}
 	if in.StartedAt != nil {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()

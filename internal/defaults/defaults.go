@@ -266,6 +266,11 @@ const (
 	// MoveMaxFinalPasses bounds the unverified final passes of one cutover: then the
 	// source takes writes again and the move reports what stays unequal.
 	MoveMaxFinalPasses = 3
+	// MoveCutoverRetry is how long a move whose final passes never found both sides
+	// equal (writes went on under the freeze) copies without freezing before it cuts
+	// over again; each such cutover doubles the wait, up to MoveCutoverRetryMax.
+	MoveCutoverRetry    = time.Minute
+	MoveCutoverRetryMax = 30 * time.Minute
 	// MovePollInterval is how often a running pass's checkpoints are read for status.
 	MovePollInterval = 2 * time.Second
 	// MoveShareOfBudget: the movers of every move into or out of a store together

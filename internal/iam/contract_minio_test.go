@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 	"github.com/bucketkeeper/bucketkeeper/test/testenv"
 )
 
@@ -186,6 +187,25 @@ func TestContractMinIOOperatorPolicy(t *testing.T) {
 	must(t, "CreateKey 2", err)
 	c := s3Client(t, srv, k1.ID, k1.Secret)
 	waitFor(ctx, t, "the issued key writes its bucket", func() error { return c.PutObject(ctx, rw, "obj", []byte("x")) })
+	// A move's freeze: the user's policy read, narrowed and written back; its key is
+	// refused writes, reads on, and writes again once thawed.
+	for _, frozen := range []bool{true, false} {
+		current, err := d.(*minioDriver).UserPolicy(ctx, user)
+		must(t, "UserPolicy", err)
+		doc, err := WithBucketFrozen(current, rw, frozen)
+		must(t, "WithBucketFrozen", err)
+		must(t, "PutUserPolicyDocument", d.(*minioDriver).PutUserPolicyDocument(ctx, user, doc))
+		err = c.PutObject(ctx, rw, "obj", []byte("y"))
+		if frozen && s3.KindOf(err) != s3.KindAccessDenied {
+			t.Errorf("the frozen key's write: %v, want AccessDenied", err)
+		}
+		if !frozen && err != nil {
+			t.Errorf("the thawed key's write: %v", err)
+		}
+		if _, err := c.GetObject(ctx, rw, "obj", 10); err != nil {
+			t.Errorf("the key's read (frozen %v): %v", frozen, err)
+		}
+	}
 	keys, err := d.ListKeys(ctx, user)
 	must(t, "ListKeys", err)
 	if len(keys) != 2 {

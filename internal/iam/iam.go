@@ -37,6 +37,10 @@ type Grant struct {
 	// ObjectLock: the bucket has object lock; the key may read its objects' retention
 	// and legal holds, and never change them (NeverGranted).
 	ObjectLock bool
+	// Frozen: a move of the bucket cuts over on this store; where bucket policies bind
+	// no key (MinIO: BucketPoliciesBindKeys), the policy denies its object writes
+	// (FreezeActions). Elsewhere the bucket policy's own freeze holds every key.
+	Frozen bool
 }
 
 // AccessKey is one key of a user. Secret is set only in CreateKey's answer:

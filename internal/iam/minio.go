@@ -115,7 +115,8 @@ func validMinIOUser(op, user string) error {
 func minioPolicyName(user string) string { return user }
 
 // MinIOPolicyDocument renders the canned policy of grants on MinIO: PolicyDocument's
-// statements and a Deny of the self-service admin actions.
+// statements, a Deny of the self-service admin actions and, for the frozen grants, the
+// move freeze's Deny of their object writes (FreezeSid).
 func MinIOPolicyDocument(grants []Grant) (string, error) {
 	doc, err := PolicyDocument(grants)
 	if err != nil {
@@ -137,6 +138,20 @@ func MinIOPolicyDocument(grants []Grant) (string, error) {
 		return "", err
 	}
 	parsed.Statement = append(parsed.Statement, deny)
+	var frozen []string
+	for _, g := range grants {
+		if g.Frozen {
+			frozen = append(frozen, g.Bucket)
+		}
+	}
+	if len(frozen) > 0 {
+		sort.Strings(frozen)
+		st, err := json.Marshal(freezeStatement(frozen))
+		if err != nil {
+			return "", err
+		}
+		parsed.Statement = append(parsed.Statement, st)
+	}
 	out, err := json.Marshal(parsed)
 	return string(out), err
 }

@@ -175,6 +175,13 @@ func (f *fakeMinIO) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			f.mapping[user] = policy
 		}
+	case "info-canned-policy":
+		doc, ok := f.policies[q.Get("name")]
+		if !ok {
+			f.errorJSON(w, 404, "XMinioAdminNoSuchPolicy")
+			return
+		}
+		answer = json.RawMessage(doc)
 	case "remove-canned-policy":
 		name := q.Get("name")
 		if _, ok := f.policies[name]; !ok {

@@ -324,7 +324,8 @@ func setupControllers(mgr manager.Manager, opts Options, registry *stores.Regist
 		return err
 	}
 	buckets := &storagebucket.Reconciler{
-		Mover: movers.runner,
+		Mover:  movers.runner,
+		Access: access,
 		OnMoveProgress: func(ns, name string, m *bkv1.MoveStatus) {
 			metrics.SetMoveProgress(ns, name, m.CopiedBytes, m.CopiedObjects, m.ObjectsLeft)
 		},

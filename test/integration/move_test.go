@@ -48,7 +48,22 @@ func TestMoveKeepsEveryAcknowledgedWrite(t *testing.T) {
 }
 
 func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
+	testMoveKeepsWritesWatching(t, src, tgt, moveLook{})
+}
+
+// moveLook is what a caller of testMoveKeepsWritesWatching adds to the move: a longer
+// life for the fixture's context (the writer's too), and a look at the move while it
+// runs, with the key the writer holds.
+type moveLook struct {
+	longer      time.Duration
+	whileMoving func(f *fixture, sb *bkv1.StorageBucket, key secretKey, bucket string)
+}
+
+func testMoveKeepsWritesWatching(t *testing.T, src, tgt *testenv.S3Server, watch moveLook) {
 	f, target, sb := moveBetween(t, src, tgt)
+	if watch.longer > 0 {
+		f.longer(watch.longer)
+	}
 	bucket := sb.Status.BucketName
 	ba := f.waitAccessReady(f.access("app", "app-creds", bkv1.BucketGrant{Name: "data", Mode: bkv1.AccessReadWrite}))
 	oldKey := f.secretClient("app-creds")
@@ -57,6 +72,9 @@ func testMoveKeepsWrites(t *testing.T, src, tgt *testenv.S3Server) {
 	w := f.startWriter("app-creds", bucket)
 	w.waitAcks(20)
 	f.moveTo(sb, target, "")
+	if watch.whileMoving != nil {
+		watch.whileMoving(f, sb, oldKey, bucket)
+	}
 	moved := f.waitMove(sb, bkv1.MoveDone, 4*time.Minute)
 	w.waitAcksAfter(10, moved.Status.Move.SwitchedAt.Time)
 	log := w.Stop()

@@ -183,7 +183,8 @@ func (r *Reconciler) resolveBuckets(ctx context.Context, s *accessScope) error {
 		if g.Mode == bkv1.AccessReadOnly {
 			mode = iam.ReadOnly
 		}
-		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode, ObjectLock: sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil})
+		s.grants = append(s.grants, iam.Grant{Bucket: sb.Status.BucketName, Mode: mode, ObjectLock: sb.Spec.ObjectLock != nil || sb.Status.ObjectLock != nil,
+			Frozen: sb.WritesFrozen()})
 		s.names = append(s.names, g.Name+"="+sb.Status.BucketName)
 	}
 	if notReady != nil {
@@ -271,7 +272,7 @@ func (r *Reconciler) revokeForGoneBucket(ctx context.Context, ba *bkv1.BucketAcc
 // reconcileIdentity ensures the user and writes its policy when it differs from the
 // one this process last wrote (after a restart: once).
 func (r *Reconciler) reconcileIdentity(ctx context.Context, s *accessScope) error {
-	doc, err := iam.PolicyDocument(s.grants)
+	doc, err := policyMemo(s.grants)
 	if err != nil {
 		return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%v", err)
 	}

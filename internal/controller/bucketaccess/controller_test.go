@@ -52,6 +52,8 @@ type memIAM struct {
 	allInOnePage bool
 	// keyLists counts ListKeys per user.
 	keyLists map[string]int
+	// grants are the grants of each user's last PutPolicy.
+	grants map[string][]iam.Grant
 }
 
 func (m *memIAM) after(op string) error {
@@ -77,6 +79,10 @@ func (m *memIAM) PutPolicy(_ context.Context, user string, grants []iam.Grant) e
 	}
 	m.mu.Lock()
 	m.policy[user] = doc
+	if m.grants == nil {
+		m.grants = map[string][]iam.Grant{}
+	}
+	m.grants[user] = grants
 	m.mu.Unlock()
 	return m.after("PutUserPolicy")
 }

@@ -62,7 +62,7 @@ func (r *Reconciler) narrowIdentity(ctx context.Context, ba *bkv1.BucketAccess, 
 	doc := ""
 	if len(grants) > 0 {
 		var err error
-		if doc, err = iam.PolicyDocument(grants); err != nil {
+		if doc, err = policyMemo(grants); err != nil {
 			return reconcile.Terminalf(bkv1.ReasonConfigFailed, "%v", err)
 		}
 	}
@@ -144,6 +144,19 @@ func (r *Reconciler) mayHoldIdentity(ba *bkv1.BucketAccess) bool {
 	}
 	store, _, _ := strings.Cut(r.appliedOf(ba.UID), "\n")
 	return store == ba.Status.ObjectStore
+}
+
+// policyMemo is what the applied memory records of grants: their document, and the
+// buckets a move's cutover freezes, whose Deny only the stores whose bucket policies
+// bind no key render (iam.MinIOPolicyDocument): a freeze or thaw is written again.
+func policyMemo(grants []iam.Grant) (string, error) {
+	doc, err := iam.PolicyDocument(grants)
+	for _, g := range grants {
+		if g.Frozen {
+			doc += "\nfrozen " + g.Bucket
+		}
+	}
+	return doc, err
 }
 
 func (r *Reconciler) appliedOf(uid types.UID) string {

@@ -62,14 +62,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 }
 
 // bucketUsableChanged passes StorageBucket changes that can change an access's
-// verdict: creation, deletion, a new bucket name, Ready status, or a guardrail's
-// refusal (which a bucket that was never Ready gets without a Ready flip).
+// verdict: creation, deletion, a new bucket name, Ready status, a guardrail's
+// refusal (which a bucket that was never Ready gets without a Ready flip), or a move's
+// freeze put or lifted (the keys' policies carry it where bucket policies bind no key).
 func bucketUsableChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*bkv1.StorageBucket), e.ObjectNew.(*bkv1.StorageBucket)
 		return o.Status.BucketName != n.Status.BucketName || o.HomeStore() != n.HomeStore() || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 			reconcile.ConditionIsTrue(o.Status.Conditions, bkv1.ConditionReady) != reconcile.ConditionIsTrue(n.Status.Conditions, bkv1.ConditionReady) ||
-			guardrailRefusal(o) != guardrailRefusal(n)
+			guardrailRefusal(o) != guardrailRefusal(n) || o.WritesFrozen() != n.WritesFrozen()
 	}}
 }
 

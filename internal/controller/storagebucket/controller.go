@@ -58,6 +58,10 @@ type Reconciler struct {
 
 	// Mover runs the passes of moves between stores (spec.move); nil refuses moves.
 	Mover mover.Runner
+	// Access hands out the IAM drivers through which a move's freeze narrows the keys
+	// of a store whose bucket policies bind none (move_freezer.go); nil freezes by the
+	// bucket policy alone.
+	Access *stores.AccessProviders
 	// OnMoveProgress is told a running move's status after each look at its mover,
 	// OnMoveEnd its end and, for one that cut over, its write pause (metrics); may be
 	// nil.

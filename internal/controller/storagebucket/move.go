@@ -130,6 +130,9 @@ func (r *Reconciler) reconcileMove(ctx context.Context, scope *bucketScope) move
 	// took Reconciling off when the bucket on its home store was found Ready.
 	r.reportMove(scope, moveStep{})
 	if m.Phase == bkv1.MoveQueued {
+		if step, wait := r.cutoverWait(ctx, scope, m); wait {
+			return step // writes went on under the last freeze: no slot taken before its time
+		}
 		if err := beyondQuota(sb, target, m); err != nil && m.Pass < 2 {
 			return moveStep{err: err} // refused again, by the plan it made before; no slot taken
 		}
@@ -162,6 +165,7 @@ func (r *Reconciler) startMove(sb *bkv1.StorageBucket, from, to string) *bkv1.Mo
 	now := metav1.NewTime(r.Clock.Now()).Rfc3339Copy()
 	if old := sb.Status.Move; r.resumable(old, from, to) {
 		old.Phase, old.StartedAt, old.TargetKeptOn, old.TargetKeptUntil = bkv1.MoveQueued, &now, "", nil
+		old.CutoverAttempts, old.CutoverRetryAt = 0, nil
 		old.Message = "waiting for a move slot"
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "moving bucket %s from ObjectStore %s to %s again: the cancelled move resumes with what it verified there", sb.Status.BucketName, from, to)
 		return old
@@ -250,46 +254,28 @@ func (r *Reconciler) copyPass(ctx context.Context, scope *bucketScope, t *moveTa
 }
 
 // finalPass copies the last changes of a frozen source and verifies both sides; only
-// a verified pass switches the bucket's home.
+// a verified pass switches the bucket's home. The store's key freezer (move_freezer.go)
+// freezes, before each final pass, the keys its bucket policy does not bind.
 func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus) moveStep {
+	fz, err := r.freezerFor(ctx, scope.store)
+	if err != nil {
+		return moveWait(m, err)
+	}
 	if m.FrozenAt == nil {
 		if err := r.freezeSource(ctx, scope); err != nil {
 			return moveWait(m, err)
 		}
+		if err := fz.freeze(ctx, scope.sb, scope.bucket); err != nil {
+			return moveWait(m, err)
+		}
 		now := metav1.NewTime(r.Clock.Now())
-		m.FrozenAt, m.CutoverPass = &now, m.Pass
+		m.FrozenAt, m.CutoverPass, m.CutoverRetryAt = &now, m.Pass, nil
 	}
 	p, done, err := r.runPass(ctx, scope, t, m, mover.ModeFinal)
 	if err != nil || !done {
 		return moveWait(m, err)
 	}
-	stuck := p.Failures.Count > 0 || (!p.Verified && m.Pass+1-m.CutoverPass >= defaults.MoveMaxFinalPasses)
-	if stuck {
-		// What will not copy in seconds keeps no application waiting: writes come
-		// back while the claim's owner sees to it.
-		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
-			return moveWait(m, err)
-		}
-		m.FrozenAt = nil
-		r.yieldSlot(ctx, scope, m) // admitted again, it catches up
-		if p.Failures.Count > 0 {
-			return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
-				"%d objects could not be copied to ObjectStore %q, so the move did not cut over and the source takes writes again: %s", p.Failures.Count, m.To, p.Failures)}
-		}
-		return moveStep{requeue: r.SyncInterval, err: reconcile.Terminalf(bkv1.ReasonMoveFailed,
-			"%d final passes found keys unequal on ObjectStore %q (%s), so the move did not cut over and the source takes writes again", defaults.MoveMaxFinalPasses, m.To, p.Differences)}
-	}
-	if !p.Verified {
-		m.Pass++
-		m.Message = fmt.Sprintf("the final pass found %d keys unequal (%s); verifying again", p.Differences.Count, p.Differences)
-		return moveStep{requeue: time.Millisecond}
-	}
-	now := metav1.NewTime(r.Clock.Now())
-	scope.sb.Status.ObjectStore = m.To
-	scope.sb.Status.Carried = m.Carried // the old home's record is of the old home
-	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
-	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)
-	return moveStep{requeue: time.Millisecond}
+	return r.judgeFinalPass(ctx, scope, m, fz, p)
 }
 
 // finishMove runs in the first pass that reconciled the bucket on its new home, its
@@ -338,8 +324,13 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 		if err := thawBucket(ctx, scope.s3, scope.bucket); err != nil {
 			return moveWait(m, err)
 		}
-		m.FrozenAt = nil
 	}
+	// The keys are thawed whatever status says: a freeze whose FrozenAt was never
+	// written (the operator stopped in between) is found on the store.
+	if err := r.thawKeys(ctx, scope); err != nil {
+		return moveWait(m, err)
+	}
+	m.FrozenAt = nil
 	if !keep {
 		done, err := r.removeMoveTarget(ctx, sb, m)
 		if err != nil || !done {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bkv1 "github.com/bucketkeeper/bucketkeeper/api/v1alpha1"
+	"github.com/bucketkeeper/bucketkeeper/internal/iam"
 	"github.com/bucketkeeper/bucketkeeper/internal/reconcile"
 	"github.com/bucketkeeper/bucketkeeper/internal/s3"
 )
@@ -20,14 +21,14 @@ import (
 // keys' IAM policies: it is one call, it holds for every key at once (the connection
 // Secret's application credentials, every BucketAccess's key or role, keys issued
 // while it is in place), and the stores hold even the bucket's owner to an explicit
-// Deny, so nothing writes around it. Reads go on, so applications keep serving.
+// Deny, so nothing writes around it. Reads go on, so applications keep serving. MinIO
+// applies bucket policies to anonymous requests only: there the keys the operator
+// issued are frozen too (move_freezer.go).
 
 // freezeActions are the object writes the freeze denies: PutObject covers
-// CreateMultipartUpload, UploadPart and CompleteMultipartUpload.
-var freezeActions = []string{
-	"s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload",
-	"s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:PutObjectRetention", "s3:PutObjectLegalHold",
-}
+// CreateMultipartUpload, UploadPart and CompleteMultipartUpload. The keys' own
+// policies deny the same where bucket policies bind no key (move_freezer.go).
+var freezeActions = iam.FreezeActions
 
 // holdWritesForMove keeps the freeze in the policy the configuration step applies to
 // the home bucket while its move cuts over, so that correcting drift never lifts it.
