@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,6 +285,10 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	scope.sb.Status.ObjectStore = m.To
+	if t.bucket != scope.bucket { // renamed (spec.move.bucketName: Lane): the Secrets follow
+		m.SourceBucket, scope.sb.Status.BucketName = scope.bucket, t.bucket
+		scope.sb.Status.LeftBehind = renameLeftBehind(scope.sb.Status.LeftBehind, scope.bucket, t.bucket)
+	}
 	scope.sb.Status.Carried = m.Carried // the old home's record is of the old home
 	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)
@@ -312,7 +315,7 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 		r.OnMoveEnd(sb.Namespace, sb.Name, pause)
 	}
 	r.endsMove(ctx, scope)
-	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, m.From, m.To)
+	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, knownBucket(sb), m.From, sourceBucketOf(sb, m), m.To)
 	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From) + undeclaredNote(m)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "bucket %s moved from ObjectStore %s to %s; writes paused %s", sb.Status.BucketName, m.From, m.To, m.WritePause)
@@ -346,9 +349,11 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 			return moveWait(m, err)
 		}
 	}
-	if m.TargetBucket == "" && slices.Contains(sb.Status.LeftBehind, m.To) {
-		if err := r.refreezeLeftBehind(ctx, scope, m); err != nil {
-			return moveWait(m, err)
+	if m.TargetBucket == "" {
+		for _, c := range leftBehindOn(sb.Status.LeftBehind, m.To, knownBucket(sb)) {
+			if err := r.refreezeLeftBehind(ctx, scope, m, c.bucket); err != nil {
+				return moveWait(m, err)
+			}
 		}
 	}
 	r.moveTargets.Delete(m.ID) // resumed, the move checks its target again
