@@ -46,7 +46,8 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	if err != nil {
 		return nil, err
 	}
-	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
+	// dest too: a retirement's choice for a name the target refuses (moveNameChoice).
+	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner, dest: scope.dest}
 	refusal, err := r.checkMoveTargetName(ctx, there, m)
 	if err != nil {
 		return nil, err
