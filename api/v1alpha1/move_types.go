@@ -34,7 +34,31 @@ type MoveSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Carry;Drop
 	UndeclaredSettings UndeclaredSettings `json:"undeclaredSettings,omitempty"`
+	// BucketName says what the move does with a bucket name the target refuses (outside
+	// its namespace's lane or bucketNamePrefix, and not in its
+	// guardrails.legacyBucketNames): Keep refuses the move (MoveNotAllowed) before
+	// anything is created there; Lane moves the bucket under the name a new claim would
+	// get in the target's lane, and from the cutover the connection Secret and every
+	// BucketAccess Secret carry that name (BUCKET_NAME), as status.bucketName does. A
+	// name the target accepts is kept either way. Unset: the retirement's
+	// (spec.retire.bucketName) where one moves the bucket, else Keep.
+	// +optional
+	// +kubebuilder:validation:Enum=Keep;Lane
+	BucketName MoveBucketName `json:"bucketName,omitempty"`
 }
+
+// MoveBucketName says what a move does with a bucket name its target refuses.
+type MoveBucketName string
+
+// The choices for a name the target refuses.
+const (
+	// MoveBucketNameKeep: the bucket keeps its name or does not move.
+	MoveBucketNameKeep MoveBucketName = "Keep"
+	// MoveBucketNameLane: the bucket moves under the name a new claim would get in the
+	// target's lane; applications reading BUCKET_NAME follow, those that hard-code
+	// the name do not.
+	MoveBucketNameLane MoveBucketName = "Lane"
+)
 
 // MoveVersions says which versions of each key a move copies.
 type MoveVersions string
@@ -172,6 +196,11 @@ type MoveStatus struct {
 	// Carry); it becomes status.carried when the bucket's home switches there.
 	// +optional
 	Carried *CarriedSettings `json:"carried,omitempty"`
+	// SourceBucket is the bucket's name on the store it left (From), set at the cutover
+	// of a move that renamed it (spec.move.bucketName: Lane); its name on To is
+	// TargetBucket, and status.bucketName from then on. Empty, the name did not change.
+	// +optional
+	SourceBucket string `json:"sourceBucket,omitempty"`
 	// SourceDeleted says the bucket left on the old store was deleted
 	// (spec.move.deleteSourceAfter).
 	// +optional

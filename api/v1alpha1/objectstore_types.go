@@ -203,6 +203,18 @@ type StoreGuardrails struct {
 	// +optional
 	AllowBucketNamesOutsideNamespace bool `json:"allowBucketNamesOutsideNamespace,omitempty"`
 
+	// LegacyBucketNames are names outside the lanes and bucketNamePrefix that a bucket
+	// moved into this store (spec.move, or a retirement into it) may keep, each with the
+	// namespaces whose claims may bring it. Only a claim that holds a bucket of the name
+	// already brings it: no new claim creates one. A name a move brings that is not
+	// listed is refused (MoveNotAllowed), or, under spec.move.bucketName: Lane, the
+	// bucket takes the name a new claim would get in its namespace's lane. Removing a
+	// name stalls the claims keeping it here (BucketNameNotAllowed), as any tightened
+	// guardrail does.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	LegacyBucketNames []LegacyBucketNames `json:"legacyBucketNames,omitempty"`
+
 	// AllowPublicBuckets lets StorageBuckets set publicAccess: Allowed and bucket
 	// policies whose Allow statements grant a principal that is not one specific
 	// identity: "*", {"AWS": "*"}, NotPrincipal, no Principal, and every principal of

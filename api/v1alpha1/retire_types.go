@@ -34,6 +34,15 @@ type RetireSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Carry;Drop
 	UndeclaredSettings UndeclaredSettings `json:"undeclaredSettings,omitempty"`
+	// BucketName is the retirement's choice for a bucket whose name the successor
+	// refuses (spec.move.bucketName): Keep (the default) skips it, MoveNotAllowed;
+	// Lane moves it under the name a new claim would get in the successor's lane, its
+	// Secrets carrying the new name from the cutover. A claim's own
+	// spec.move.bucketName wins over it. Names the successor lists in
+	// guardrails.legacyBucketNames are kept either way.
+	// +optional
+	// +kubebuilder:validation:Enum=Keep;Lane
+	BucketName MoveBucketName `json:"bucketName,omitempty"`
 }
 
 // RetirementStatus is how far a store's retirement got, counted over the

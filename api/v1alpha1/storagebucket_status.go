@@ -42,7 +42,9 @@ type StorageBucketStatus struct {
 	// LeftBehind names the ObjectStores holding a copy of the bucket, frozen, that a
 	// finished move left on its old home: the claim's deletion policy applies to
 	// them too (Purge deletes them, Retain and Delete release them), and
-	// spec.move.deleteSourceAfter deletes the last one.
+	// spec.move.deleteSourceAfter deletes the last one. A copy named otherwise than
+	// the bucket is now (a move renamed it since: spec.move.bucketName: Lane) is
+	// listed as "<store>/<bucket>".
 	// +optional
 	// +listType=set
 	LeftBehind []string `json:"leftBehind,omitempty"`

@@ -110,6 +110,9 @@ func testMoveHeldToTheTargetsLanes(t *testing.T, src, tgt *testenv.S3Server) {
 		if !isTrue(refused, bkv1.ConditionReady) || refused.Status.ObjectStore != f.store || refused.Status.Move.TargetBucket != "" {
 			t.Errorf("%s: the refused move took the bucket from its store: Ready %v, objectStore %q, move %+v", name, isTrue(refused, bkv1.ConditionReady), refused.Status.ObjectStore, refused.Status.Move)
 		}
+		// Each claim's own names aside: its bucket's, and the lane name it could move
+		// under (spec.move.bucketName: Lane), which the refusal offers.
+		msg = strings.ReplaceAll(msg, naming.BucketName(prefix, refused.Namespace, refused.Name), "LANE")
 		messages[name] = strings.ReplaceAll(msg, refused.Status.BucketName, "NAME")
 	}
 	if messages["squat-held"] != messages["squat-missing"] {

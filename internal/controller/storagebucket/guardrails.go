@@ -44,9 +44,12 @@ func (r *Reconciler) reconcileGuardrails(ctx context.Context, scope *bucketScope
 func checkGuardrails(scope *bucketScope) *reconcile.StepError {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
-	if prefix := store.Spec.BucketNamePrefix; sb.Spec.BucketName != "" && prefix != "" && !rails.AllowAnyBucketName && !strings.HasPrefix(sb.Spec.BucketName, prefix) {
+	// The name in use: spec.bucketName, or the lane name a move gave the bucket; a
+	// legacy name the store allows the namespace passes where the claim holds it.
+	if prefix, name := store.Spec.BucketNamePrefix, scope.bucket; sb.Spec.BucketName != "" && prefix != "" && !rails.AllowAnyBucketName &&
+		!strings.HasPrefix(name, prefix) && !keptLegacyName(sb, store, name) {
 		return reconcile.Terminalf(bkv1.ReasonBucketNameNotAllowed, "bucketName %q does not start with ObjectStore %q's bucketNamePrefix %q, and its guardrails.allowAnyBucketName is off",
-			sb.Spec.BucketName, store.Name, prefix)
+			name, store.Name, prefix)
 	}
 	if !rails.DeletionPolicyAllowed(sb.Spec.DeletionPolicy) {
 		return reconcile.Terminalf(bkv1.ReasonDeletionPolicyNotAllowed, "deletionPolicy %s is not among ObjectStore %q's guardrails.allowedDeletionPolicies %v",

@@ -28,8 +28,11 @@ import (
 func (r *Reconciler) checkNameLane(ctx context.Context, scope *bucketScope) (*reconcile.StepError, error) {
 	sb, store := scope.sb, scope.store
 	rails := &store.Spec.Guardrails
-	name := sb.Spec.BucketName
-	if name == "" || rails.AllowBucketNamesOutsideNamespace || rails.AllowAnyBucketName || holdsBucket(sb, name) {
+	if sb.Spec.BucketName == "" {
+		return nil, nil
+	}
+	name := scope.bucket // spec.bucketName, or the lane name a move gave the bucket (bucketNameFor)
+	if rails.AllowBucketNamesOutsideNamespace || rails.AllowAnyBucketName || holdsBucket(sb, name) {
 		return nil, nil
 	}
 	inLane, err := r.inNamespaceLane(ctx, store.Spec.BucketNamePrefix, sb, name)
@@ -64,7 +67,9 @@ func laneRefusal(what, name, namespace string, store *bkv1.ObjectStore) *reconci
 // allowed it, or one bound before lanes, would otherwise land in that lane on a store
 // that keeps lanes, where the other namespace's claim of the name would stall
 // OwnedByAnotherClaim for good). The name the target would derive for this claim is
-// its own there; any other name, a derived one made with another store's prefix
+// its own there (the lane name a move under spec.move.bucketName: Lane takes); so is a
+// name the target's guardrails.legacyBucketNames allow the namespace, where the claim
+// holds it already. Any other name, a derived one made with another store's prefix
 // included, is held to the target's bucketNamePrefix and to the namespace's lane as an
 // explicit name is, and adoption's way past the lane does not apply: a move creates.
 // Nothing is sent to the target, so the refusal reads the same whether or not a bucket
@@ -72,7 +77,7 @@ func laneRefusal(what, name, namespace string, store *bkv1.ObjectStore) *reconci
 func (r *Reconciler) checkMoveName(ctx context.Context, there *bucketScope) (*reconcile.StepError, error) {
 	sb, store, name := there.sb, there.store, there.bucket
 	rails, prefix := &store.Spec.Guardrails, store.Spec.BucketNamePrefix
-	if (sb.Spec.BucketName == "" && name == naming.BucketName(prefix, sb.Namespace, sb.Name)) || rails.AllowAnyBucketName {
+	if name == naming.BucketName(prefix, sb.Namespace, sb.Name) || rails.AllowAnyBucketName || keptLegacyName(sb, store, name) {
 		return nil, nil
 	}
 	if prefix != "" && !strings.HasPrefix(name, prefix) {

@@ -127,6 +127,11 @@ func TestMoveNameLane(t *testing.T) {
 		return func(sb *bkv1.StorageBucket, _ *bkv1.ObjectStore) { sb.Status.BucketName = bucket }
 	}
 	derived := func(prefix string) string { return naming.BucketName(prefix, "team-a", "data") }
+	legacy := func(names []string, namespaces ...string) func(*bkv1.StorageBucket, *bkv1.ObjectStore) {
+		return func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) {
+			s.Spec.Guardrails.LegacyBucketNames = append(s.Spec.Guardrails.LegacyBucketNames, bkv1.LegacyBucketNames{Names: names, Namespaces: namespaces})
+		}
+	}
 
 	for _, c := range []struct {
 		name, bucket string
@@ -167,6 +172,16 @@ func TestMoveNameLane(t *testing.T) {
 			}},
 		{name: "any name allowed", bucket: derived("other"),
 			mutate: func(_ *bkv1.StorageBucket, s *bkv1.ObjectStore) { s.Spec.Guardrails.AllowAnyBucketName = true }},
+		{name: "a legacy name listed for the namespace", bucket: "invoices", explicit: true, mutate: legacy([]string{"invoices"}, "team-a")},
+		{name: "a legacy name under a listed pattern", bucket: "acme-old-reports", explicit: true, mutate: legacy([]string{"acme-old-*"}, "team-a")},
+		{name: "a derived name of another prefix listed", bucket: derived("acme-old"), mutate: legacy([]string{derived("acme-old")}, "team-a")},
+		{name: "a legacy name listed for another namespace", bucket: "invoices", explicit: true, want: "bucketNamePrefix", mutate: legacy([]string{"invoices"}, "team-c")},
+		{name: "a legacy name not listed", bucket: "invoices-2", explicit: true, want: "bucketNamePrefix", mutate: legacy([]string{"invoices"}, "team-a")},
+		{name: "a legacy name listed, not held by the claim", bucket: "invoices", explicit: true, want: "bucketNamePrefix",
+			mutate: func(sb *bkv1.StorageBucket, s *bkv1.ObjectStore) {
+				legacy([]string{"invoices"}, "team-a")(sb, s)
+				sb.Status.BucketName = "" // a new claim: the list brings names along with moves only
+			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sb := &bkv1.StorageBucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "data", UID: "1111"}}

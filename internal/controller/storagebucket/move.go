@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,7 +274,7 @@ func (r *Reconciler) finalPass(ctx context.Context, scope *bucketScope, t *moveT
 	if err != nil || !done {
 		return moveWait(m, err)
 	}
-	return r.judgeFinalPass(ctx, scope, m, fz, p)
+	return r.judgeFinalPass(ctx, scope, t, m, fz, p)
 }
 
 // finishMove runs in the first pass that reconciled the bucket on its new home, its
@@ -298,7 +297,7 @@ func (r *Reconciler) finishMove(ctx context.Context, scope *bucketScope) moveSte
 		r.OnMoveEnd(sb.Namespace, sb.Name, pause)
 	}
 	r.endsMove(ctx, scope)
-	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, m.From, m.To)
+	sb.Status.LeftBehind = leftBehindAfter(sb.Status.LeftBehind, knownBucket(sb), m.From, sourceBucketOf(sb, m), m.To)
 	m.Phase, m.ObjectsLeft, m.BytesPerSecond, m.Remaining = bkv1.MoveDone, 0, 0, nil
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket is kept, its writes denied", m.From) + undeclaredNote(m)
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "bucket %s moved from ObjectStore %s to %s; writes paused %s", sb.Status.BucketName, m.From, m.To, m.WritePause)
@@ -337,9 +336,11 @@ func (r *Reconciler) abortMove(ctx context.Context, scope *bucketScope, why stri
 			return moveWait(m, err)
 		}
 	}
-	if m.TargetBucket == "" && slices.Contains(sb.Status.LeftBehind, m.To) {
-		if err := r.refreezeLeftBehind(ctx, scope, m); err != nil {
-			return moveWait(m, err)
+	if m.TargetBucket == "" {
+		for _, c := range leftBehindOn(sb.Status.LeftBehind, m.To, knownBucket(sb)) {
+			if err := r.refreezeLeftBehind(ctx, scope, m, c.bucket); err != nil {
+				return moveWait(m, err)
+			}
 		}
 	}
 	r.moveTargets.Delete(m.ID) // resumed, the move checks its target again

@@ -26,7 +26,7 @@ import (
 // both sides equal, lift the freeze, as what will not copy in seconds keeps no
 // application waiting; else the next final pass runs, the keys frozen again first (an
 // access's policy written meanwhile without the freeze).
-func (r *Reconciler) judgeFinalPass(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus, fz keyFreezer, p mover.Progress) moveStep {
+func (r *Reconciler) judgeFinalPass(ctx context.Context, scope *bucketScope, t *moveTargetScope, m *bkv1.MoveStatus, fz keyFreezer, p mover.Progress) moveStep {
 	if p.Failures.Count > 0 {
 		if err := r.thawSource(ctx, scope, fz); err != nil {
 			return moveWait(m, err)
@@ -49,6 +49,10 @@ func (r *Reconciler) judgeFinalPass(ctx context.Context, scope *bucketScope, m *
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	scope.sb.Status.ObjectStore = m.To
+	if t.bucket != scope.bucket { // renamed (spec.move.bucketName: Lane): the Secrets follow
+		m.SourceBucket, scope.sb.Status.BucketName = scope.bucket, t.bucket
+		scope.sb.Status.LeftBehind = renameLeftBehind(scope.sb.Status.LeftBehind, scope.bucket, t.bucket)
+	}
 	scope.sb.Status.Carried = m.Carried // the old home's record is of the old home
 	m.Phase, m.SwitchedAt, m.Message = bkv1.MoveSwitching, &now, "verified; switching the Secrets to the target"
 	r.Recorder.Eventf(scope.sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoving, "Move", "every object verified on ObjectStore %s: the bucket lives there now", m.To)

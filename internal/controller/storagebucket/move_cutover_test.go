@@ -84,7 +84,7 @@ func TestWritesUnderTheFreezeBackOff(t *testing.T) {
 	m.Pass = 5
 	g.cutOver(t)
 	for i := 1; i < defaults.MoveMaxFinalPasses; i++ {
-		step := g.r.judgeFinalPass(ctx, g.scope, m, g.fz, unequal)
+		step := g.r.judgeFinalPass(ctx, g.scope, &moveTargetScope{bucket: g.scope.bucket}, m, g.fz, unequal)
 		if step.err != nil || m.Phase != bkv1.MoveCuttingOver || m.FrozenAt == nil || g.fz.freezes != i {
 			t.Fatalf("unverified final pass %d: %+v, phase %s, frozen %v, keys frozen %d times", i, step.err, m.Phase, m.FrozenAt, g.fz.freezes)
 		}
@@ -92,7 +92,7 @@ func TestWritesUnderTheFreezeBackOff(t *testing.T) {
 	if !strings.Contains(g.s3.policy, bkv1.MoveFreezeSid) {
 		t.Fatalf("the source's policy %q lost its freeze during the cutover", g.s3.policy)
 	}
-	step := g.r.judgeFinalPass(ctx, g.scope, m, g.fz, unequal)
+	step := g.r.judgeFinalPass(ctx, g.scope, &moveTargetScope{bucket: g.scope.bucket}, m, g.fz, unequal)
 	if step.err == nil || step.err.Reason != bkv1.ReasonWritesDuringFreeze || !step.err.Terminal {
 		t.Fatalf("after %d unverified final passes: %+v, want %s", defaults.MoveMaxFinalPasses, step.err, bkv1.ReasonWritesDuringFreeze)
 	}
@@ -134,7 +134,7 @@ func TestWritesUnderTheFreezeBackOff(t *testing.T) {
 		for {
 			passes++
 			g.clk.Step(defaults.MovePollInterval)
-			step := g.r.judgeFinalPass(ctx, g.scope, m, g.fz, unequal)
+			step := g.r.judgeFinalPass(ctx, g.scope, &moveTargetScope{bucket: g.scope.bucket}, m, g.fz, unequal)
 			if step.err == nil {
 				continue
 			}
@@ -162,7 +162,7 @@ func TestWritesUnderTheFreezeBackOff(t *testing.T) {
 
 	// A cutover that verifies switches the home, whatever came before.
 	g.cutOver(t)
-	if step := g.r.judgeFinalPass(ctx, g.scope, m, g.fz, mover.Progress{Verified: true}); step.err != nil || m.Phase != bkv1.MoveSwitching {
+	if step := g.r.judgeFinalPass(ctx, g.scope, &moveTargetScope{bucket: g.scope.bucket}, m, g.fz, mover.Progress{Verified: true}); step.err != nil || m.Phase != bkv1.MoveSwitching {
 		t.Errorf("a verified final pass: %+v, phase %s", step.err, m.Phase)
 	}
 }

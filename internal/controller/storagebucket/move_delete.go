@@ -3,7 +3,6 @@ package storagebucket
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,13 +126,6 @@ func (r *Reconciler) ourBucket(ctx context.Context, sb *bkv1.StorageBucket, c s3
 	return tags, me.of(tags, false) == ownedByUs, nil
 }
 
-// leftBehindAfter is the list of stores holding a copy a move left behind once a move
-// from from to to is done: from joins it, and to, the bucket's home again, leaves it.
-func leftBehindAfter(list []string, from, to string) []string {
-	out := slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == to || s == from })
-	return append(out, from)
-}
-
 // dropLeftBehind carries out the claim's deletion policy on the copies its finished
 // moves left on their old homes (status.leftBehind), so that none outlives the claim
 // tagged for it: Purge, where that store allows it, deletes each with every object
@@ -143,15 +135,15 @@ func leftBehindAfter(list []string, from, to string) []string {
 // tagged as moved, as Retain releases a bucket. A store gone, or a bucket gone or not
 // this claim's, needs nothing. done is false while a purge goes on.
 func (r *Reconciler) dropLeftBehind(ctx context.Context, sb *bkv1.StorageBucket, patcher *reconcile.StatusPatcher) (bool, time.Duration, error) {
-	bucket := knownBucket(sb)
+	home := knownBucket(sb)
 	for len(sb.Status.LeftBehind) > 0 {
-		name := sb.Status.LeftBehind[0]
+		cp := parseLeftBehind(sb.Status.LeftBehind[0], home) // its name there: a move may have renamed the bucket since
 		store := &bkv1.ObjectStore{}
-		if err := r.Get(ctx, types.NamespacedName{Name: name}, store); err != nil {
+		if err := r.Get(ctx, types.NamespacedName{Name: cp.store}, store); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return false, 0, err
 			}
-		} else if done, wait, err := r.dropLeftBehindOn(ctx, sb, patcher, store, bucket); err != nil || !done {
+		} else if done, wait, err := r.dropLeftBehindOn(ctx, sb, patcher, store, cp.bucket); err != nil || !done {
 			return false, wait, err
 		}
 		sb.Status.LeftBehind = sb.Status.LeftBehind[1:]

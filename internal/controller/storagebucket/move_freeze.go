@@ -129,8 +129,10 @@ func reclaimMovedBucket(ctx context.Context, c s3.Client, bucket string, tags ma
 // its moved-to tag naming where the bucket still lives. What the cancelled move
 // copied into it stays; the copy stays in status.leftBehind for the claim's deletion.
 // The bucket's tags are read first: a bucket of its name that is not this claim's (the
-// copy deleted and the name taken since) is neither frozen nor tagged.
-func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) error {
+// copy deleted and the name taken since) is neither frozen nor tagged. bucket is the
+// copy's name there (status.leftBehind), which a move that renamed the bucket since
+// made differ from the name it has at home.
+func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus, bucket string) error {
 	store := &bkv1.ObjectStore{}
 	if err := r.Get(ctx, types.NamespacedName{Name: m.To}, store); err != nil {
 		return client.IgnoreNotFound(err) // gone with its store
@@ -139,35 +141,36 @@ func (r *Reconciler) refreezeLeftBehind(ctx context.Context, scope *bucketScope,
 	if err != nil {
 		return err
 	}
-	tags, ours, err := r.ourBucket(ctx, scope.sb, c, scope.bucket)
+	tags, ours, err := r.ourBucket(ctx, scope.sb, c, bucket)
 	if err != nil || !ours {
 		return err
 	}
-	if err := freezeBucket(ctx, c, scope.bucket); err != nil {
+	if err := freezeBucket(ctx, c, bucket); err != nil {
 		return err
 	}
-	return tagMovedTo(ctx, c, scope.bucket, tags, m.From+"/"+scope.bucket)
+	return tagMovedTo(ctx, c, bucket, tags, m.From+"/"+scope.bucket)
 }
 
 // markSourceMoved tags the bucket left on the source store with where it went. Its
 // freeze stays: no key writes to it again.
 func (r *Reconciler) markSourceMoved(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) error {
-	source := &bkv1.ObjectStore{}
-	if err := r.Get(ctx, types.NamespacedName{Name: m.From}, source); err != nil {
+	store := &bkv1.ObjectStore{}
+	if err := r.Get(ctx, types.NamespacedName{Name: m.From}, store); err != nil {
 		return err
 	}
-	c, _, err := r.bucketClient(ctx, scope.sb, source)
+	c, _, err := r.bucketClient(ctx, scope.sb, store)
 	if err != nil {
 		return err
 	}
-	tags, err := c.GetBucketTagging(ctx, scope.bucket)
+	source := sourceBucketOf(scope.sb, m) // its name there, before a move that renamed it
+	tags, err := c.GetBucketTagging(ctx, source)
 	if s3.KindOf(err) == s3.KindNotFound {
 		return nil // removed by someone since: nothing to mark
 	}
 	if err != nil {
-		return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of the source bucket %q", scope.bucket))
+		return reconcile.AsStepError(err, fmt.Sprintf("reading the tags of the source bucket %q", source))
 	}
-	return tagMovedTo(ctx, c, scope.bucket, tags, m.To+"/"+scope.bucket)
+	return tagMovedTo(ctx, c, source, tags, m.To+"/"+scope.bucket)
 }
 
 // tagMovedTo adds the moved-to tag saying where the bucket went (want: store/bucket) to

@@ -3,7 +3,6 @@ package storagebucket
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -51,13 +50,14 @@ func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveS
 		return moveWait(m, err)
 	}
 	const what = "the source of the move"
-	removal, err := r.removeCopy(ctx, sb, nil, bucketCopy{store: source, c: c, bucket: scope.bucket, key: m.ID + "/source",
+	bucket := sourceBucketOf(sb, m) // its name there, before a move that renamed it
+	removal, err := r.removeCopy(ctx, sb, nil, bucketCopy{store: source, c: c, bucket: bucket, key: m.ID + "/source",
 		what: what, why: "spec.move.deleteSourceAfter", frozen: true})
 	if err != nil {
 		return moveWait(m, err)
 	}
 	if removal.locked != "" {
-		if !strings.HasPrefix(m.Message, lockedHead(scope.bucket, copyWhere(m.From, what))) { // announced when it starts
+		if !strings.HasPrefix(m.Message, lockedHead(bucket, copyWhere(m.From, what))) { // announced when it starts
 			msg := removal.locked
 			scope.patcher.AfterWrite(func() {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, bkv1.ReasonDeletionBlocked, "Move", "%s", msg)
@@ -69,12 +69,12 @@ func (r *Reconciler) deleteSource(ctx context.Context, scope *bucketScope) moveS
 		return moveStep{requeue: max(removal.wait, time.Second)}
 	}
 	m.SourceDeleted = true
-	sb.Status.LeftBehind = slices.DeleteFunc(sb.Status.LeftBehind, func(s string) bool { return s == m.From })
+	sb.Status.LeftBehind = withoutLeftBehind(sb.Status.LeftBehind, m.From, bucket, knownBucket(sb))
 	if removal.notOurs {
 		m.Message = fmt.Sprintf("moved from ObjectStore %s; the bucket of its name there is no longer this claim's and was left as it is", m.From)
 		return moveStep{}
 	}
 	m.Message = fmt.Sprintf("moved from ObjectStore %s; the source bucket was deleted %s after the cutover", m.From, sb.Spec.Move.DeleteSourceAfter.Duration)
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "deleted bucket %s on ObjectStore %s, the source of the move", scope.bucket, m.From)
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, bkv1.ReasonMoved, "Move", "deleted bucket %s on ObjectStore %s, the source of the move", bucket, m.From)
 	return moveStep{}
 }

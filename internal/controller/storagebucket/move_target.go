@@ -18,7 +18,7 @@ import (
 )
 
 // moveTargetScope is the target of a move: its store, a client of it, and the bucket
-// there (the same name as on the source: the claim's bucket keeps its name).
+// there (the name it has on the source, or the target's lane name: move_name.go).
 type moveTargetScope struct {
 	store  *bkv1.ObjectStore
 	s3     s3.Client
@@ -28,8 +28,8 @@ type moveTargetScope struct {
 
 // moveTarget checks that the move may go where the spec says, with the target store's
 // guardrails in full, as for a new bucket there (its name lanes and prefix too, by the
-// name the bucket keeps: checkMoveName), and the source's say on moves out. Nothing is
-// sent to either store.
+// name the bucket keeps or the lane name it takes: checkMoveTargetName), and the
+// source's say on moves out. Nothing is sent to either store.
 func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1.MoveStatus) (*moveTargetScope, error) {
 	sb := scope.sb
 	if scope.store.Spec.Guardrails.Moves.OutOf == bkv1.MoveForbidden {
@@ -46,20 +46,16 @@ func (r *Reconciler) moveTarget(ctx context.Context, scope *bucketScope, m *bkv1
 	if err != nil {
 		return nil, err
 	}
-	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner}
-	refusal := checkGuardrails(there)
-	if refusal == nil {
-		refusal = checkMoveLock(sb, target)
-	}
-	if refusal == nil {
-		if refusal, err = r.checkMoveName(ctx, there); err != nil {
-			return nil, err
-		}
+	// dest too: a retirement's choice for a name the target refuses (moveNameChoice).
+	there := &bucketScope{sb: sb, store: target, s3: c, bucket: scope.bucket, region: region, owner: scope.owner, dest: scope.dest}
+	refusal, err := r.checkMoveTargetName(ctx, there, m)
+	if err != nil {
+		return nil, err
 	}
 	if refusal != nil {
 		return nil, reconcile.Terminalf(bkv1.ReasonMoveNotAllowed, "ObjectStore %q refuses the bucket (%s): %s; nothing was created there", target.Name, refusal.Reason, refusal.Message)
 	}
-	t := &moveTargetScope{store: target, s3: c, bucket: scope.bucket, region: region}
+	t := &moveTargetScope{store: target, s3: c, bucket: there.bucket, region: region}
 	if err := refuseSameEndpoint(scope, t); err != nil {
 		return nil, err
 	}

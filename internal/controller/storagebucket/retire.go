@@ -44,6 +44,9 @@ type destination struct {
 	// undeclared is the retirement's choice for the settings the spec does not
 	// declare (spec.retire.undeclaredSettings: the first retiring store's that makes one).
 	undeclared bkv1.UndeclaredSettings
+	// bucketName is the retirement's choice for a name the successor refuses
+	// (spec.retire.bucketName: the first retiring store's that makes one).
+	bucketName bkv1.MoveBucketName
 	// refusal says why a retirement cannot apply (successors that retire into one
 	// another): the bucket stays where it lives.
 	refusal string
@@ -90,6 +93,9 @@ func (r *Reconciler) destinationOf(ctx context.Context, sb *bkv1.StorageBucket) 
 		d.allVersions = d.allVersions || retire.Versions == bkv1.MoveVersionsAll
 		if d.undeclared == "" {
 			d.undeclared = retire.UndeclaredSettings
+		}
+		if d.bucketName == "" {
+			d.bucketName = retire.BucketName
 		}
 		cur, d.store = retire.Into, retire.Into
 		seen = append(seen, cur)

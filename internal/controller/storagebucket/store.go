@@ -137,13 +137,15 @@ func storeHealth(store *bkv1.ObjectStore) error {
 }
 
 // bucketNameFor keeps a name once recorded, so a later change of the store's prefix
-// never moves an existing claim to another bucket.
+// never moves an existing claim to another bucket. The recorded name comes first, before
+// spec.bucketName (immutable, so the two differ only there): a move under
+// spec.move.bucketName: Lane gave the bucket a name in its new home's lane.
 func bucketNameFor(sb *bkv1.StorageBucket, store *bkv1.ObjectStore) string {
 	switch {
-	case sb.Spec.BucketName != "":
-		return sb.Spec.BucketName
 	case sb.Status.BucketName != "":
 		return sb.Status.BucketName
+	case sb.Spec.BucketName != "":
+		return sb.Spec.BucketName
 	default:
 		return naming.BucketName(store.Spec.BucketNamePrefix, sb.Namespace, sb.Name)
 	}

@@ -140,7 +140,10 @@ func TestBucketNameFor(t *testing.T) {
 		prefix string
 		want   string
 	}{
-		{name: "spec wins over status", spec: "explicit", status: "recorded", prefix: "acme", want: "explicit"},
+		{name: "spec as recorded", spec: "explicit", status: "explicit", prefix: "acme", want: "explicit"},
+		// spec.bucketName is immutable: the two differ only once a move renamed the
+		// bucket into its new home's lane (spec.move.bucketName: Lane).
+		{name: "status, renamed by a move, wins over spec", spec: "explicit", status: "recorded", prefix: "acme", want: "recorded"},
 		{name: "spec wins over derived", spec: "explicit", prefix: "acme", want: "explicit"},
 		{name: "status wins over derived", status: "recorded", prefix: "acme", want: "recorded"},
 		{name: "status survives a change of prefix", status: derived, prefix: "other", want: derived},
