@@ -9,7 +9,7 @@
 //	    compatible with Apache-2.0; writes each binary's third-party notices and
 //	    module list into -bin.
 //	release package -root DIR -tag vX.Y.Z -image REPO -revision SHA -created UNIX -bin DIR -dist DIR
-//	    [-trimpath=false] [-plugin-platforms 'linux/amd64 ...']
+//	    [-trimpath=false] [-platforms 'linux/amd64 ...'] [-plugin-platforms 'linux/amd64 ...']
 //	    writes into -dist the multi-arch image (an OCI layout, oci/, and one OCI
 //	    archive per platform), the chart (.tgz), the kustomize bundle (one YAML), an
 //	    SPDX SBOM of each shipped program and SHA256SUMS, checking each; the krew
@@ -47,15 +47,12 @@ func main() {
 	fs.StringVar(&created, "created", "", "the commit's time, in seconds since 1970 (SOURCE_DATE_EPOCH)")
 	fs.StringVar(&r.Dist, "dist", "", "where the artifacts go")
 	fs.BoolVar(&r.Trimpath, "trimpath", true, "whether the binaries were built with -trimpath, as a release's are (make test's dry-run: not)")
-	var pluginPlatforms string
+	var platforms, pluginPlatforms string
+	fs.StringVar(&platforms, "platforms", strings.Join(shipped[0].Platforms, " "), "the operator's platforms whose binaries are in -bin: the image's")
 	fs.StringVar(&pluginPlatforms, "plugin-platforms", strings.Join(shipped[1].Platforms, " "), "the kubectl plugin's platforms whose krew archives are in -dist")
 	_ = fs.Parse(os.Args[2:])
-	r.PluginPlatforms = strings.Fields(pluginPlatforms)
-	for _, p := range r.PluginPlatforms {
-		if !slices.Contains(shipped[1].Platforms, p) {
-			fail(fmt.Errorf("-plugin-platforms: %s is not one of the plugin's platforms %v", p, shipped[1].Platforms))
-		}
-	}
+	r.Platforms = platformsOf("-platforms", platforms, shipped[0])
+	r.PluginPlatforms = platformsOf("-plugin-platforms", pluginPlatforms, shipped[1])
 	var err error
 	if r.Root, err = filepath.Abs(r.Root); err != nil {
 		fail(err)
@@ -112,4 +109,18 @@ func fail(err error) {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: release licenses|package|notes [flags] (see the package's doc comment)")
 	os.Exit(2)
+}
+
+// platformsOf parses a platforms flag: some of b's platforms, at least one.
+func platformsOf(flagName, value string, b build) []string {
+	ps := strings.Fields(value)
+	if len(ps) == 0 {
+		fail(fmt.Errorf("%s: no platform", flagName))
+	}
+	for _, p := range ps {
+		if !slices.Contains(b.Platforms, p) {
+			fail(fmt.Errorf("%s: %s is not one of %s's platforms %v", flagName, p, b.Name, b.Platforms))
+		}
+	}
+	return ps
 }

@@ -31,8 +31,13 @@ type release struct {
 	// Trimpath: the binaries were built with -trimpath, as a release's are; make
 	// test's dry-run builds them without (the Makefile's RELEASE_TRIMPATH).
 	Trimpath bool
+	// Platforms: the operator's platforms, whose binaries are in Bin and whose images
+	// the index holds (a release's: all of them; make test's dry-run: linux/amd64,
+	// the one its cluster runs, as a second architecture's compile is most of the
+	// dry-run's CPU and tests nothing the release workflow does not).
+	Platforms []string
 	// PluginPlatforms: the platforms whose krew archives are in Dist (make test's
-	// dry-run builds the linux ones).
+	// dry-run builds the linux one).
 	PluginPlatforms []string
 }
 
@@ -127,7 +132,7 @@ func packageRelease(r release) error {
 	}
 	var bins []shippedBinary
 	var manifests []descriptor
-	for _, p := range operator.Platforms {
+	for _, p := range r.Platforms {
 		data, err := os.ReadFile(filepath.Join(r.Bin, r.binary(p)))
 		if err != nil {
 			return err
@@ -162,7 +167,7 @@ func packageRelease(r release) error {
 	if err := writeLayout(filepath.Join(r.Dist, r.layoutDir()), blobs, top); err != nil {
 		return err
 	}
-	fmt.Printf("image: %s %s (%s)\n", r.image(), top.Digest, strings.Join(operator.Platforms, ", "))
+	fmt.Printf("image: %s %s (%s)\n", r.image(), top.Digest, strings.Join(r.Platforms, ", "))
 
 	// The chart and the bundle, each deploying that image and no other.
 	chartPath, err := packageChart(filepath.Join(r.Root, "charts", "bucketkeeper"), r.Version, r.Repo, r.Dist)
