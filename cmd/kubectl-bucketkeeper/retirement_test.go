@@ -19,8 +19,8 @@ import (
 // TestStatusOfARetirement: a SeaweedFS store with three claims, two in a namespace a
 // second SeaweedFS (the successor) allows and one in a namespace it does not, retires
 // into the successor. Once the two buckets moved (one with objects) and the third is
-// skipped, status prints the counts the store keeps, which are the claims' own states
-// counted (two moved, one skipped), the bytes the finished moves copied, and the
+// skipped, status prints the claims' own states counted (two moved, one skipped, as the
+// store's count also says by then), the bytes the finished moves copied, and the
 // skipped claim with its StoreRetired condition's message; -o json holds the same.
 func TestStatusOfARetirement(t *testing.T) {
 	f := newFixture(t, nil, func(s *bkv1.ObjectStore) { s.Spec.AccessProvider = nil })

@@ -27,6 +27,11 @@ func TestRetirementGolden(t *testing.T) {
 		sb := bkv1.StorageBucket{}
 		sb.Namespace, sb.Name = ns, name
 		sb.Status.Retirement, sb.Status.Move, sb.Status.Conditions = &rec, move, conds
+		// The claim names the retiring store; its bucket is there until its move is done.
+		sb.Spec.ObjectStoreRef.Name, sb.Status.ObjectStore = rec.From, rec.From
+		if move != nil && move.Phase == bkv1.MoveDone {
+			sb.Status.ObjectStore = move.To
+		}
 		return sb
 	}
 	rec := bkv1.ClaimRetirement{From: "minio", Into: "ceph"}
@@ -42,7 +47,7 @@ func TestRetirementGolden(t *testing.T) {
 		claim("team-d", "elsewhere", bkv1.ClaimRetirement{From: "other", Into: "ceph"},
 			&bkv1.MoveStatus{From: "other", To: "ceph", Phase: bkv1.MoveCopying, CopiedBytes: 1}),
 	}
-	r := retirementOf(store, claims)
+	r := retirementOf(store, claims, true)
 	var out bytes.Buffer
 	printRetirement(&out, r)
 	golden(t, "retirement.golden", out.String())
@@ -50,11 +55,11 @@ func TestRetirementGolden(t *testing.T) {
 	// Paused, the claims unreadable: the store's own list of skipped claims.
 	store.Spec.Retire.Paused = true
 	out.Reset()
-	printRetirement(&out, retirementOf(store, nil))
+	printRetirement(&out, retirementOf(store, nil, false))
 	golden(t, "retirement-paused.golden", out.String())
 
 	store.Spec.Retire, store.Status.Retirement = nil, nil
-	if r := retirementOf(store, claims); r != nil {
+	if r := retirementOf(store, claims, true); r != nil {
 		t.Errorf("a store not retiring: %+v", r)
 	}
 }

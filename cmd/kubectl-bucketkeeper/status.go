@@ -80,8 +80,9 @@ func newStatusCommand(o *options) *cobra.Command {
 and Available verdicts (with examples), the BucketAccesses and keys on it, the quota
 guardrails and the quotas its buckets ask for, and the usage its buckets last measured.
 A retiring store (spec.retire) shows its retirement: the buckets moved, moving, queued,
-skipped (and why) and not started, as the store counts them, and the bytes, rate and
-time left its running moves report.
+skipped (and why) and not started, counted from the claims listed in the same call
+(or, when you may not list every namespace, as the store last counted them), and the
+bytes, rate and time left its running moves report.
 It counts across every namespace, or only the current one when you may not list every
 namespace.`,
 		Example:           `  kubectl bucketkeeper status shared -o yaml`,
@@ -171,7 +172,7 @@ func (o *options) storeStatus(ctx context.Context, t target) (*storeStatus, erro
 		}
 	}
 	st.Buckets = sortedGroups(groups)
-	st.Retirement = retirementOf(store, buckets.Items)
+	st.Retirement = retirementOf(store, buckets.Items, st.Scope == "cluster")
 	if quota.Buckets > 0 {
 		quota.MaxSizeSum = &sizeSum
 	}
@@ -274,7 +275,12 @@ func (o *options) printStoreStatus(w io.Writer, st *storeStatus) error {
 	fmt.Fprintf(&b, "ObjectStore %s: Ready=%s %s: %s\n", st.Name, ready, reason, message)
 	fmt.Fprintf(&b, "  endpoint %s, region %s, access provider %s\n", st.Endpoint, orDefault(st.Region, "-"), st.AccessProvider)
 	for _, c := range st.Conditions {
-		if c.Type != bkv1.ConditionReady {
+		switch {
+		case c.Type == bkv1.ConditionReady:
+		case c.Type == bkv1.ConditionRetired && st.Retirement != nil && st.Retirement.CountedFrom == countedFromClaims:
+			// Its message has the store's counts, older than the claims' below.
+			fmt.Fprintf(&b, "  %s=%s %s (the store's verdict at its last count; the counts below are the claims' now)\n", c.Type, c.Status, c.Reason)
+		default:
 			fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}

@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, store *bkv1.ObjectStor
 // keeps its target bucket there for a while (status.move.targetKeptOn), and those a
 // retirement moves there (status.retirement.into, while the move runs or is refused),
 // but for claims whose spec names it and whose bucket its retirement took away
-// (usesStore). Asked of the
+// (StorageBucket.UsesStore). Asked of the
 // API server, not the cache: with sharding (--watch-label-selector) the cache holds
 // only this instance's buckets, and every shard's must be gone.
 func (r *Reconciler) usersOf(ctx context.Context, store string) ([]string, error) {
@@ -71,7 +71,7 @@ func (r *Reconciler) usersOf(ctx context.Context, store string) ([]string, error
 			return nil, err
 		}
 		for _, sb := range list.Items {
-			if usesStore(&sb, store) {
+			if sb.UsesStore(store) {
 				names = append(names, sb.Namespace+"/"+sb.Name)
 			}
 		}

@@ -45,7 +45,7 @@ func (r *Reconciler) reportRetirement(ctx context.Context, store *bkv1.ObjectSto
 		return 0, err
 	}
 	r.lastCounted.Set(store.Name, now)
-	st, users := countRetirement(store, claims)
+	st, users := bkv1.CountRetirement(store, claims)
 	store.Status.Retirement = st
 	if r.OnRetirement != nil {
 		r.OnRetirement(store.Name, st)
@@ -65,59 +65,6 @@ func (r *Reconciler) reportRetirement(ctx context.Context, store *bkv1.ObjectSto
 	}
 	reconcile.SetCondition(conds, store.Generation, bkv1.ConditionRetired, metav1.ConditionFalse, bkv1.ReasonRetiring, msg)
 	return 0, nil
-}
-
-// countRetirement sorts the claims of a retiring store by where their buckets are;
-// users counts those that still hold the store (usesStore).
-func countRetirement(store *bkv1.ObjectStore, claims []bkv1.StorageBucket) (st *bkv1.RetirementStatus, users int) {
-	st = &bkv1.RetirementStatus{Into: store.Spec.Retire.Into, Paused: store.Spec.Retire.Paused}
-	for i := range claims {
-		sb := &claims[i]
-		rec, m := sb.Status.Retirement, sb.Status.Move
-		retiring := rec != nil && rec.From == store.Name
-		if !usesStore(sb, store.Name) {
-			if retiring {
-				st.Moved++
-			}
-			continue
-		}
-		users++
-		leaving := !m.Terminal() && m.From == store.Name
-		switch {
-		case retiring && rec.Skipped != "":
-			st.Skipped++
-			if len(st.SkippedClaims) < 20 {
-				st.SkippedClaims = append(st.SkippedClaims, bkv1.RetirementSkip{Claim: sb.Namespace + "/" + sb.Name, Reason: rec.Skipped})
-			}
-		case leaving && m.Admitted():
-			st.Moving++
-		case leaving && m.Phase == bkv1.MoveQueued && !reconcile.ConditionIsTrue(sb.Status.Conditions, bkv1.ConditionStalled):
-			st.Queued++
-		default:
-			st.Remaining++
-		}
-	}
-	return st, users
-}
-
-// usesStore says whether a claim holds the store: its bucket lives there, a move of it
-// comes from or goes there, a cancelled move keeps its target there, or its spec names
-// it, unless a retirement of the store took the bucket away (status.retirement): such
-// a claim keeps its bucket where it went once the store is gone.
-func usesStore(sb *bkv1.StorageBucket, store string) bool {
-	m := sb.Status.Move
-	switch {
-	case sb.HomeStore() == store:
-		return true
-	case !m.Terminal() && (m.From == store || m.To == store):
-		return true
-	case m.KeptTarget() && m.TargetKeptOn == store:
-		return true
-	case sb.Spec.ObjectStoreRef.Name == store:
-		rec := sb.Status.Retirement
-		return rec == nil || rec.From != store
-	}
-	return false
 }
 
 // claimsOf lists the StorageBuckets on store, as usersOf names them (StoreFields),

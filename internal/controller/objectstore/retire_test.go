@@ -34,7 +34,7 @@ func TestRetirementCounts(t *testing.T) {
 		claim("new", "minio", "", nil, nil),
 		claim("tenant-left", "ceph", "ceph", nil, move(bkv1.MoveDone)),
 	}
-	st, users := countRetirement(store, claims)
+	st, users := bkv1.CountRetirement(store, claims)
 	want := bkv1.RetirementStatus{Into: "ceph", Moved: 1, Moving: 2, Queued: 1, Skipped: 1, Remaining: 1}
 	if st.Moved != want.Moved || st.Moving != want.Moving || st.Queued != want.Queued || st.Skipped != want.Skipped || st.Remaining != want.Remaining || st.Into != "ceph" {
 		t.Errorf("counts %+v, want %+v", *st, want)
@@ -45,14 +45,14 @@ func TestRetirementCounts(t *testing.T) {
 	if len(st.SkippedClaims) != 1 || st.SkippedClaims[0] != (bkv1.RetirementSkip{Claim: "ns/refused", Reason: bkv1.ReasonMoveNotAllowed}) {
 		t.Errorf("skipped claims %+v", st.SkippedClaims)
 	}
-	if usesStore(&claims[0], "minio") || !usesStore(&claims[0], "ceph") {
+	if claims[0].UsesStore("minio") || !claims[0].UsesStore("ceph") {
 		t.Error("the moved claim: want it on ceph, not on minio")
 	}
 	if st.Paused {
 		t.Error("counted as paused, spec.retire.paused unset")
 	}
 	store.Spec.Retire.Paused = true
-	if st, _ := countRetirement(store, claims); !st.Paused {
+	if st, _ := bkv1.CountRetirement(store, claims); !st.Paused {
 		t.Error("not counted as paused under spec.retire.paused")
 	}
 }
