@@ -36,28 +36,53 @@ type adoptCase struct {
 	want bkv1.StorageBucketSpec
 }
 
-// TestAdoptAStoresUnownedBuckets: a SeaweedFS store, reached through a proxy that names
-// every write, holds 20 unowned buckets with varied settings (versioning enabled or
-// suspended, lifecycle rules, tags, a policy, CORS, no public-access block on some,
-// object lock with a default retention on one, a quota on one), one bucket a
-// StorageBucket owns, one no namespace rule maps and one of another account. adopt
-// writes 20 manifests, one file per bucket under --dir (and the same on stdout), with
-// each bucket's settings in its spec; it skips the three and says why; and no write
-// reaches the store while it reads. Applied, with the store's guardrails allowing
-// adoption into the two mapped namespaces, every claim becomes Ready with the
-// operator running, and the only writes the store sees are the operator's ownership
-// tags, one PutBucketTagging per adopted bucket.
+// TestAdoptAStoresUnownedBuckets runs adopt on a SeaweedFS (the suite's) and on a MinIO
+// (a server of its own), side by side on the suite's API server and operator. Each
+// store, reached through a proxy that names every write, holds 20 unowned buckets with
+// varied settings of what it keeps (versioning enabled or suspended, lifecycle rules,
+// tags, a policy, object lock with a default retention on one; on SeaweedFS also CORS,
+// no public-access block on some and a quota on one), one bucket a StorageBucket owns,
+// one no namespace rule maps and one no claim of this cluster may take: another
+// account's on SeaweedFS, another cluster's on MinIO. adopt writes 20 manifests, one
+// file per bucket under --dir (and the same on stdout), with each bucket's settings in
+// its spec; it skips the three and says why; and no write reaches the store while it
+// reads. Applied, with the store's guardrails allowing adoption into the two mapped
+// namespaces (and, on MinIO, stating the store has one account), every claim becomes
+// Ready with the operator running, a claim of the third bucket written by hand is
+// refused, and the only writes the store sees are the operator's ownership tags, one
+// PutBucketTagging per adopted bucket.
 func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 	started(t)
-	proxy, err := testenv.StartCountingProxy(seaweed.Endpoint, seaweed.AccessKeyID)
+	t.Run("SeaweedFS", func(t *testing.T) {
+		t.Parallel()
+		testAdopt(t, seaweed)
+	})
+	t.Run("MinIO", func(t *testing.T) {
+		t.Parallel()
+		minio, err := testenv.StartS3(testenv.MinIO)
+		must(t, err)
+		t.Cleanup(func() { _ = minio.Close() }) // after the fixture's cleanup
+		testAdopt(t, minio)
+	})
+}
+
+func testAdopt(t *testing.T, srv *testenv.S3Server) {
+	minio := srv.Kind == testenv.MinIO
+	proxy, err := testenv.StartCountingProxy(srv.Endpoint, srv.AccessKeyID)
 	must(t, err)
 	t.Cleanup(func() { proxy.Close() })
 	label := "test.bucketkeeper.io/adopt"
-	f := newFixture(t, nil, func(s *bkv1.ObjectStore) {
+	f := newFixture(t, srv, func(s *bkv1.ObjectStore) {
 		s.Spec.Endpoint = proxy.Endpoint
 		s.Spec.AccessProvider = nil
 		s.Spec.Guardrails.AdoptionAllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}
-		s.Spec.Guardrails.AdoptionBucketOwner = seaweed.BucketOwnerID
+		if minio {
+			// MinIO's ACLs name no owner: its buckets are adopted only on the store
+			// admin's word that it has one account.
+			s.Spec.Guardrails.AdoptionSingleAccount = true
+			return
+		}
+		s.Spec.Guardrails.AdoptionBucketOwner = srv.BucketOwnerID
 		s.Spec.Guardrails.AllowPublicBuckets = true
 		s.Spec.AdminAPI = &bkv1.AdminAPI{Type: bkv1.AdminAPISeaweedFS,
 			CredentialsSecretRef: bkv1.SecretReference{Namespace: s.Spec.CredentialsSecretRef.Namespace, Name: "store-credentials"}}
@@ -77,16 +102,32 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 
 	owned := f.claim("owned")
 	f.waitConditions(owned, "Ready=True")
-	admin := storeAdmin(t)
+	admin := adminOf(t, srv)
 	prefix := "adopt-" + f.ns[len("plugin-"):] + "-"
-	cases := makeAdoptBuckets(t, f, admin, prefix, f.store)
+	cases := makeAdoptBuckets(t, f, srv, admin, prefix, f.store)
 	stray := prefix + "z-stray"
 	must(t, admin.CreateBucket(f.ctx, stray, ""))
+	// foreign is a bucket in a mapped namespace's name that no claim of this cluster
+	// may take, and why adopt skips it and the operator refuses a claim of it.
 	foreign := prefix + "a-foreign"
-	other, err := s3.New(f.ctx, s3.Config{Endpoint: seaweed.Endpoint, Region: seaweed.Region, ForcePathStyle: true,
-		AccessKeyID: seaweed.OtherAccessKeyID, SecretAccessKey: seaweed.OtherSecretAccessKey, RequestTimeout: 30 * time.Second})
-	must(t, err)
-	must(t, other.CreateBucket(f.ctx, foreign, ""))
+	var foreignSkip, foreignRefused string
+	if minio {
+		// MinIO has no other account: every user of a deployment acts on its one set
+		// of buckets, and its ACLs name no owner, so "another account's bucket" does
+		// not exist there (the harness's second identity is a session of the same
+		// deployment). Its counterpart is a bucket another cluster's operator tagged
+		// as one of its claims'.
+		must(t, admin.CreateBucket(f.ctx, foreign, ""))
+		must(t, admin.PutBucketTagging(f.ctx, foreign, map[string]string{bkv1.TagClaim: "apps/state",
+			bkv1.TagUID: "0b9f6a52-3c1e-4a8e-9d1f-6e2b7c4d5a10/5d2c8e7f-1a3b-4c6d-8e9f-0a1b2c3d4e5f", bkv1.TagCluster: "another-cluster"}))
+		foreignSkip, foreignRefused = foreign+": tagged as StorageBucket apps/state's", bkv1.ReasonOwnedByAnotherCluster
+	} else {
+		other, err := s3.New(f.ctx, s3.Config{Endpoint: srv.Endpoint, Region: srv.Region, ForcePathStyle: true,
+			AccessKeyID: srv.OtherAccessKeyID, SecretAccessKey: srv.OtherSecretAccessKey, RequestTimeout: 30 * time.Second})
+		must(t, err)
+		must(t, other.CreateBucket(f.ctx, foreign, ""))
+		foreignSkip, foreignRefused = foreign+": the store names its owner", bkv1.ReasonBucketNameTaken
+	}
 
 	before := proxy.Writes()
 	mapping := fmt.Sprintf("%sa-=%s,%sb-*=%s", prefix, nsA, prefix, nsB)
@@ -96,7 +137,7 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 		t.Fatal(r)
 	}
 	t.Logf("adopt --dir:\n%s", r)
-	r.contains(t, "adopt --dir", stray+": no --namespace-map rule matches it",
+	r.contains(t, "adopt --dir", fmt.Sprintf("%d StorageBuckets written", len(cases)), stray+": no --namespace-map rule matches it", foreignSkip,
 		owned.Status.BucketName+": tagged as StorageBucket "+f.ns+"/owned's")
 	stdout := plugin(t, "", "adopt", f.store, "--namespace-map", mapping)
 	if stdout.code != 0 {
@@ -105,7 +146,6 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 	if got := proxy.Writes(); len(got) != len(before) {
 		t.Fatalf("adopt wrote to the store: %v", got[len(before):])
 	}
-
 	// The manifests: one file per bucket of the prefix, the same objects on stdout.
 	files := map[string]*bkv1.StorageBucket{}
 	for _, ns := range []string{nsA, nsB} {
@@ -138,7 +178,7 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 		}
 	}
 	if files[foreign] != nil {
-		t.Errorf("the other account's bucket %s got a manifest", foreign)
+		t.Errorf("the bucket no claim may take, %s, got a manifest", foreign)
 	}
 
 	// Applied, every claim adopts its bucket and is Ready; the store sees nothing but
@@ -151,6 +191,10 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 		sb := files[c.name]
 		f.waitConditions(sb, "Ready=True/Ready", "Provisioned=True/"+bkv1.ReasonBucketAdopted, "Configured=True/"+bkv1.ReasonConfigApplied)
 	}
+	// The bucket adopt skipped, claimed by hand as adopt would have: refused.
+	f.waitConditions(f.claim("foreign", func(sb *bkv1.StorageBucket) {
+		sb.Spec.BucketName, sb.Spec.Adoption, sb.Spec.DeletionPolicy = foreign, bkv1.AdoptionIfUnowned, bkv1.DeletionPolicyRetain
+	}), "Ready=False/"+foreignRefused, "Stalled=True/"+foreignRefused)
 	var want []string
 	for _, c := range cases {
 		want = append(want, "PUT /"+c.name+"?tagging")
@@ -174,12 +218,14 @@ func TestAdoptAStoresUnownedBuckets(t *testing.T) {
 // makeAdoptBuckets makes the 20 buckets, with settings varied by their index, and
 // returns the spec adopt must write for each. Names with "a-" go to the first mapped
 // namespace, "b-" to the second.
-func makeAdoptBuckets(t *testing.T, f *fixture, c s3.Client, prefix, store string) []adoptCase {
+// On MinIO they have only what it keeps (docs/stores.md, "MinIO"): no CORS, no
+// public-access block (the spec leaves publicAccess unset, as adopt reads none) and no
+// quota (no adminAPI speaks MinIO's); its lifecycle rules have no
+// abortIncompleteMultipartUploadDays, as none of these do.
+func makeAdoptBuckets(t *testing.T, f *fixture, srv *testenv.S3Server, c s3.Client, prefix, store string) []adoptCase {
 	t.Helper()
 	ctx := f.ctx
-	admin, err := quota.New(quota.Config{Type: bkv1.AdminAPISeaweedFS, Endpoint: seaweed.Endpoint, Region: seaweed.Region,
-		AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey})
-	must(t, err)
+	minio := srv.Kind == testenv.MinIO
 	full := s3.PublicAccessBlock{BlockPublicAcls: true, IgnorePublicAcls: true, BlockPublicPolicy: true, RestrictPublicBuckets: true}
 	var cases []adoptCase
 	for i := range 20 {
@@ -220,9 +266,11 @@ func makeAdoptBuckets(t *testing.T, f *fixture, c s3.Client, prefix, store strin
 			want.Lifecycle = &bkv1.Lifecycle{Rules: []bkv1.LifecycleRule{{ID: rule.ID, Prefix: rule.Prefix,
 				ExpirationDays: rule.ExpirationDays, NoncurrentVersionExpirationDays: rule.NoncurrentVersionExpirationDays}}}
 		}
-		if i%7 == 3 {
+		switch {
+		case minio:
+		case i%7 == 3:
 			want.PublicAccess = bkv1.PublicAccessAllowed // none, on a store that allows public buckets
-		} else {
+		default:
 			must(t, c.PutPublicAccessBlock(ctx, name, full))
 			want.PublicAccess = bkv1.PublicAccessBlocked
 		}
@@ -233,14 +281,17 @@ func makeAdoptBuckets(t *testing.T, f *fixture, c s3.Client, prefix, store strin
 			must(t, err)
 			want.Policy = policyJSON(t, got)
 		}
-		if i%4 == 1 {
+		if i%4 == 1 && !minio {
 			rule := s3.CORSRule{ID: "web", AllowedOrigins: []string{"https://app.example"}, AllowedMethods: []string{"GET", "PUT"},
 				AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"ETag"}, MaxAgeSeconds: ptr.To[int32](600)}
 			must(t, c.PutBucketCors(ctx, name, []s3.CORSRule{rule}))
 			want.CORS = []bkv1.CORSRule{{ID: "web", AllowedOrigins: rule.AllowedOrigins, AllowedMethods: []bkv1.CORSMethod{"GET", "PUT"},
 				AllowedHeaders: rule.AllowedHeaders, ExposeHeaders: rule.ExposeHeaders, MaxAgeSeconds: rule.MaxAgeSeconds}}
 		}
-		if i == 7 {
+		if i == 7 && !minio {
+			admin, err := quota.New(quota.Config{Type: bkv1.AdminAPISeaweedFS, Endpoint: srv.Endpoint, Region: srv.Region,
+				AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey})
+			must(t, err)
 			must(t, admin.SetBucketQuota(ctx, name, quota.Limits{MaxBytes: 64 << 20}))
 			want.Quota = &bkv1.BucketQuota{MaxSize: resource.NewQuantity(64<<20, resource.BinarySI)}
 		}
