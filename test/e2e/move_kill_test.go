@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,21 +35,39 @@ const (
 	killClusterID = "e2e-move-kill"
 )
 
-// TestMoveSurvivesSIGKILLOfTheOperator moves a bucket from SeaweedFS to Ceph RGW with
-// the real operator binary, its mover in-process, while an application writes,
-// overwrites and deletes through its BucketAccess's Secret. The operator is killed
-// with SIGKILL five times, each once the stores or the API show the point it was
-// meant to die at: the mover in the middle of a large object (a multipart upload open
-// on the target), between passes (catching up), during the cutover before the Secret
-// switch (the source frozen), after the Secret switch, and during the source's
-// deletion (spec.move.deleteSourceAfter). Each time a new process carries on. The move
-// ends Done with every seeded object equal, 0 acknowledged writes lost, the old key's
-// IAM user gone from the source, the source deleted, and the operator's key having
-// written at most 1.2 times the bucket's bytes to the target, counted by a proxy in
-// front of it.
+// TestMoveSurvivesSIGKILLOfTheOperator moves a bucket to Ceph RGW with the real
+// operator binary, its mover in-process, while an application writes, overwrites and
+// deletes through its BucketAccess's Secret, once from SeaweedFS and once from MinIO.
+// The operator is killed with SIGKILL five times, each once the stores or the API show
+// the point it was meant to die at: the mover in the middle of a large object (a
+// multipart upload open on the target), between passes (catching up), during the
+// cutover before the Secret switch (the source frozen: on MinIO, which applies bucket
+// policies to anonymous requests only, the issued key's user frozen too), after the
+// Secret switch, and during the source's deletion (spec.move.deleteSourceAfter). Each
+// time a new process carries on. The move ends Done with every seeded object equal, 0
+// acknowledged writes lost, the old key's user gone from the source, the source
+// deleted, and the operator's key having written at most 1.2 times the bucket's bytes
+// to the target, counted by a proxy in front of it. The runs are one after the other:
+// each runs its own operator over every namespace, with the same cluster ID.
 func TestMoveSurvivesSIGKILLOfTheOperator(t *testing.T) {
 	dir := t.TempDir()
 	bin, kubeconfig := buildOperator(t, dir)
+	for _, kind := range []testenv.S3Kind{testenv.SeaweedFS, testenv.MinIO} {
+		t.Run("from-"+string(kind), func(t *testing.T) {
+			source := seaweed
+			if kind == testenv.MinIO {
+				// MinIO is none of the package's servers: this run starts its own,
+				// stopped after the fixtures' cleanup.
+				source = testenv.NewS3(t, testenv.MinIO)
+			}
+			testMoveSurvivesSIGKILL(t, source, bin, kubeconfig, filepath.Join(dir, string(kind)))
+		})
+	}
+}
+
+// testMoveSurvivesSIGKILL is TestMoveSurvivesSIGKILLOfTheOperator's move off source.
+func testMoveSurvivesSIGKILL(t *testing.T, source *testenv.S3Server, bin, kubeconfig, dir string) {
+	must(t, os.MkdirAll(dir, 0o755))
 	moves := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-moves-"}}
 	must(t, k8s.Create(context.Background(), moves))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), moves) })
@@ -60,7 +79,9 @@ func TestMoveSurvivesSIGKILLOfTheOperator(t *testing.T) {
 	// Both stores are paced, so that every phase lasts long enough to be seen.
 	paced := func(s *bkv1.ObjectStore) { s.Spec.RequestsPerSecond, s.Spec.Burst = 20, 20 }
 	target := newFixtureOn(t, rgw, "", iamOn(rgw), paced, func(s *bkv1.ObjectStore) { s.Spec.Endpoint = proxy.Endpoint })
-	f := newFixtureOn(t, seaweed, "", iamOn(seaweed), paced)
+	f := newFixtureOn(t, source, "", iamOn(source), paced)
+	srcIAM, err := iam.New(f.ctx, adminIAM(source))
+	must(t, err)
 	tgtAdmin, err := s3.New(f.ctx, s3.Config{Endpoint: rgw.Endpoint, Region: rgw.Region, ForcePathStyle: true,
 		AccessKeyID: rgw.AccessKeyID, SecretAccessKey: rgw.SecretAccessKey})
 	must(t, err)
@@ -133,7 +154,12 @@ func TestMoveSurvivesSIGKILLOfTheOperator(t *testing.T) {
 		if policy, err := f.s3.GetBucketPolicy(f.ctx, bucket); err != nil || !strings.Contains(policy, bkv1.MoveFreezeSid) {
 			return fmt.Errorf("the source not frozen yet (%v)", err)
 		}
-		return nil
+		if iam.BucketPoliciesBindKeys(iamAPIOf(source)) {
+			return nil
+		}
+		// The freeze that stops the application's key on MinIO, written after the
+		// bucket policy's: its user's policy denies the bucket's writes.
+		return userFrozen(f.ctx, srcIAM, issuedUser(ba))
 	})
 	op.killWhen("after the Secret switch", func() error {
 		secret := &corev1.Secret{}
@@ -185,13 +211,9 @@ func TestMoveSurvivesSIGKILLOfTheOperator(t *testing.T) {
 	if _, err := f.s3.HeadBucket(f.ctx, bucket); s3.KindOf(err) != s3.KindNotFound {
 		t.Errorf("the source bucket after deleteSourceAfter: %v, want it gone", err)
 	}
-	user := iam.UserName(killClusterID, string(ba.UID))
-	f.eventually(time.Minute, "the access's old user gone from SeaweedFS's IAM", func() error {
-		d, err := iam.New(f.ctx, iam.Config{Endpoint: seaweed.IAMEndpoint, Region: seaweed.IAMRegion, AccessKeyID: seaweed.AccessKeyID, SecretAccessKey: seaweed.SecretAccessKey})
-		if err != nil {
-			return err
-		}
-		names, err := iam.ListUserNames(f.ctx, d)
+	user := issuedUser(ba)
+	f.eventually(time.Minute, "the access's old user gone from the source", func() error {
+		names, err := iam.ListUserNames(f.ctx, srcIAM)
 		if err == nil && slices.Contains(names, user) {
 			err = fmt.Errorf("user %s still there", user)
 		}
@@ -208,7 +230,7 @@ func TestMoveSurvivesSIGKILLOfTheOperator(t *testing.T) {
 }
 
 // seedKillBucket writes the small and the large objects (the large ones in parts) to
-// bucket on SeaweedFS, and returns their hashes and the bucket's size.
+// bucket on its source store, and returns their hashes and the bucket's size.
 func seedKillBucket(t *testing.T, f *fixture, bucket string) (map[string][32]byte, int64) {
 	t.Helper()
 	sums, size := map[string][32]byte{}, int64(0)
@@ -247,11 +269,51 @@ func appClient(ctx context.Context, ns, name string) s3.Client {
 	return workload.SecretClient(ctx, secret.Data)
 }
 
-// iamOn has a store issue keys through srv's IAM.
+// iamOn has a store issue keys through srv's IAM (MinIO's admin API on MinIO).
 func iamOn(srv *testenv.S3Server) func(*bkv1.ObjectStore) {
 	return func(s *bkv1.ObjectStore) {
 		s.Spec.AccessProvider = &bkv1.AccessProvider{Type: bkv1.AccessProviderIAM, IAM: &bkv1.IAMAccessProvider{Endpoint: srv.IAMEndpoint}}
+		if srv.Kind == testenv.MinIO {
+			s.Spec.AccessProvider.IAM = &bkv1.IAMAccessProvider{API: bkv1.IAMAPIMinIO}
+		}
 	}
+}
+
+// iamAPIOf is the API through which the operator reaches srv's users.
+func iamAPIOf(srv *testenv.S3Server) iam.API {
+	if srv.Kind == testenv.MinIO {
+		return iam.APIMinIO
+	}
+	return iam.APIAWS
+}
+
+// adminIAM reaches srv's users as its admin, as the operator does.
+func adminIAM(srv *testenv.S3Server) iam.Config {
+	if srv.Kind == testenv.MinIO {
+		return iam.Config{API: iam.APIMinIO, Endpoint: srv.Endpoint, Region: srv.Region, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey}
+	}
+	return iam.Config{Endpoint: srv.IAMEndpoint, Region: srv.IAMRegion, AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey}
+}
+
+// issuedUser is the user the operator issued the access's key to on its store.
+func issuedUser(ba *bkv1.BucketAccess) string {
+	if ba.Status.IdentityName != "" {
+		return ba.Status.IdentityName
+	}
+	return iam.UserName(killClusterID, string(ba.UID))
+}
+
+// userFrozen says whether user's policy carries a move's freeze (iam.FreezeSid).
+func userFrozen(ctx context.Context, d iam.Driver, user string) error {
+	editor, ok := iam.PolicyEditorOf(d)
+	if !ok {
+		return fmt.Errorf("the driver edits no user's policy")
+	}
+	policy, err := editor.UserPolicy(ctx, user)
+	if err != nil || !strings.Contains(policy, iam.FreezeSid) {
+		return fmt.Errorf("user %s not frozen yet (%v): %s", user, err, policy)
+	}
+	return nil
 }
 
 // killable is the operator's binary, one process at a time, that the test kills with
